@@ -1,0 +1,43 @@
+//! minik-api: the Kubernetes objects minik speaks, and the few small types every crate shares.
+//!
+//! Kubernetes counterpart: `k8s.io/api` (the object types) and `k8s.io/apimachinery` (ObjectMeta,
+//! Status, watch events, selectors). Like kube-rs's `kube-core`, this crate does no I/O: no sockets,
+//! no files, no tokio. It is the vocabulary the rest of minik is written in.
+//!
+//! The object types come from `k8s-openapi`, generated from Kubernetes' own OpenAPI document, so
+//! their JSON is exactly what kubectl, client-go and the Python client expect (field names, required
+//! fields, RFC 3339 timestamps, int-or-string ports). minik adds only what the generated types lack:
+//!
+//! - [`resource`]: the table of kinds minik serves (plural, short names, namespaced or not);
+//! - [`key`]: `ObjectKey`, the `namespace/name` every controller's work queue is keyed by;
+//! - [`watch`]: `WatchEvent`, one line of a watch stream;
+//! - [`status`]: builders for the `Status` object every API error is;
+//! - [`selector`]: label and field selectors, parsed and matched.
+//!
+//! Read next: `apiserver/src/lib.rs`, where these objects are stored and served.
+
+pub mod key;
+pub mod resource;
+pub mod selector;
+pub mod status;
+pub mod watch;
+
+pub use k8s_openapi;
+/// The core/v1 kinds (Pod, Service, Endpoints, Node, Event, Namespace, Binding …).
+pub use k8s_openapi::api::core::v1 as core;
+/// ObjectMeta, Status, Time, MicroTime, ListMeta, LabelSelector and the other meta/v1 types.
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+
+pub use key::ObjectKey;
+pub use resource::ResourceInfo;
+pub use watch::WatchEvent;
+
+/// The current time as a Kubernetes `Time` (second precision on the wire, RFC 3339).
+pub fn now() -> meta::Time {
+    meta::Time(jiff::Timestamp::now())
+}
+
+/// The current time as a Kubernetes `MicroTime` (microsecond precision, used by Events' `eventTime`).
+pub fn now_micro() -> meta::MicroTime {
+    meta::MicroTime(jiff::Timestamp::now())
+}

@@ -1,0 +1,92 @@
+//! The kinds minik serves: their URL segment, short names, and whether they live in a namespace.
+//!
+//! Kubernetes counterpart: the `APIResource` entries of discovery (`GET /api/v1`), which is where
+//! kubectl learns that `po` means pods and that nodes are cluster-scoped. minik serves only the
+//! core/v1 kinds its pipeline needs (plus coordination.k8s.io Leases for node heartbeats).
+
+/// What minik knows about one kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// `Pod`.
+    pub kind: &'static str,
+    /// The URL segment and discovery name: `pods`.
+    pub plural: &'static str,
+    /// `pod`.
+    pub singular: &'static str,
+    /// What kubectl also accepts: `po`.
+    pub short_names: &'static [&'static str],
+    /// Namespaced kinds live under `/api/v1/namespaces/{ns}/…`.
+    pub namespaced: bool,
+    /// `v1`, or `group/version` for kinds outside the core group.
+    pub api_version: &'static str,
+}
+
+impl ResourceInfo {
+    /// The API group: empty for the core group.
+    pub fn group(&self) -> &'static str {
+        self.api_version.split_once('/').map(|(group, _)| group).unwrap_or("")
+    }
+
+    /// The path prefix of the kind's group and version: `/api/v1` or `/apis/{group}/{version}`.
+    pub fn group_version_path(&self) -> String {
+        if self.group().is_empty() {
+            format!("/api/{}", self.api_version)
+        } else {
+            format!("/apis/{}", self.api_version)
+        }
+    }
+}
+
+/// Every kind minik serves.
+pub const RESOURCES: &[ResourceInfo] = &[
+    ResourceInfo { kind: "Pod", plural: "pods", singular: "pod", short_names: &["po"], namespaced: true, api_version: "v1" },
+    ResourceInfo { kind: "Service", plural: "services", singular: "service", short_names: &["svc"], namespaced: true, api_version: "v1" },
+    ResourceInfo { kind: "Endpoints", plural: "endpoints", singular: "endpoints", short_names: &["ep"], namespaced: true, api_version: "v1" },
+    ResourceInfo { kind: "Event", plural: "events", singular: "event", short_names: &["ev"], namespaced: true, api_version: "v1" },
+    ResourceInfo { kind: "Node", plural: "nodes", singular: "node", short_names: &["no"], namespaced: false, api_version: "v1" },
+    ResourceInfo { kind: "Namespace", plural: "namespaces", singular: "namespace", short_names: &["ns"], namespaced: false, api_version: "v1" },
+    ResourceInfo { kind: "Lease", plural: "leases", singular: "lease", short_names: &[], namespaced: true, api_version: "coordination.k8s.io/v1" },
+];
+
+/// Finds a kind by any name a user may type: plural, singular, short name or Kind (any case).
+pub fn lookup(name: &str) -> Option<&'static ResourceInfo> {
+    let name = name.to_ascii_lowercase();
+    RESOURCES.iter().find(|info| {
+        info.plural == name
+            || info.singular == name
+            || info.kind.to_ascii_lowercase() == name
+            || info.short_names.contains(&name.as_str())
+    })
+}
+
+/// Finds a kind by its URL segment (`pods`) within an API group (empty for core).
+pub fn by_plural(group: &str, plural: &str) -> Option<&'static ResourceInfo> {
+    RESOURCES.iter().find(|info| info.plural == plural && info.group() == group)
+}
+
+/// Finds a kind by `apiVersion` and `kind`, as written in a manifest.
+pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static ResourceInfo> {
+    RESOURCES.iter().find(|info| info.kind == kind && info.api_version == api_version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_kubectl_accepts_finds_the_kind() {
+        for name in ["pods", "pod", "po", "Pod", "PODS"] {
+            assert_eq!(lookup(name).map(|info| info.kind), Some("Pod"), "{name}");
+        }
+        assert_eq!(lookup("svc").map(|info| info.plural), Some("services"));
+        assert_eq!(lookup("ep").map(|info| info.plural), Some("endpoints"));
+        assert!(lookup("deployments").is_none());
+        assert!(!lookup("no").unwrap().namespaced);
+    }
+
+    #[test]
+    fn group_paths_follow_the_core_and_named_group_layout() {
+        assert_eq!(lookup("pods").unwrap().group_version_path(), "/api/v1");
+        assert_eq!(by_plural("coordination.k8s.io", "leases").unwrap().group_version_path(), "/apis/coordination.k8s.io/v1");
+    }
+}

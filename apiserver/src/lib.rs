@@ -1,0 +1,2 @@
+//! minik-apiserver: placeholder while the crate is being built.
+pub mod storage;

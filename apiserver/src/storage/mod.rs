@@ -1,0 +1,132 @@
+//! Storage: the apiserver's tiny etcd. Only the apiserver crate can name it.
+//!
+//! Kubernetes counterpart: etcd behind `k8s.io/apiserver/pkg/storage` (`storage.Interface`: Get,
+//! GetList, Create, GuaranteedUpdate, Delete, Watch) and kine's single-table event log. minik keeps
+//! the same contract with less machinery:
+//!
+//! - one global **revision** counter; every write takes the next revision, which becomes the
+//!   object's `metadata.resourceVersion` (written into the stored JSON by the storage layer);
+//! - updates and deletes are **compare-and-swap** on that revision when the caller gives one;
+//! - a bounded in-memory **event log** (revision → type, key, object) feeds watches, so a watch can
+//!   resume from any revision still in the window and gets `Expired` (410) for an older one;
+//! - a write is acknowledged only once it is **on disk** (writers are grouped into one flush).
+//!
+//! Implementations: `sled.rs` (durable, the default) and `memory.rs` (for handler tests).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use serde_json::Value;
+
+pub mod events;
+pub mod memory;
+pub mod sled;
+
+/// A position in the cluster's history: the number of writes so far.
+pub type Revision = u64;
+
+/// Storage failures. The HTTP layer maps each to a Kubernetes `Status`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `create` of a key that exists (409 AlreadyExists).
+    #[error("key {0} already exists")]
+    AlreadyExists(String),
+    /// `update`/`delete` of a key that does not exist (404 NotFound).
+    #[error("key {0} not found")]
+    NotFound(String),
+    /// The expected revision did not match the stored one (409 Conflict).
+    #[error("key {key} is at revision {actual}, not {expected}")]
+    Conflict {
+        /// The key written.
+        key: String,
+        /// The revision the caller expected.
+        expected: Revision,
+        /// The revision stored.
+        actual: Revision,
+    },
+    /// A watch asked for history the event log no longer holds, or fell too far behind (410).
+    #[error("too old resource version: {requested} ({oldest})")]
+    Expired {
+        /// The revision asked for.
+        requested: Revision,
+        /// The oldest revision a watch may start from now.
+        oldest: Revision,
+    },
+    /// The backing store failed (500: never caused by client input).
+    #[error("storage backend: {0}")]
+    Backend(String),
+}
+
+/// Result with the storage [`Error`] as default.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One stored object. `value.metadata.resourceVersion` equals `revision` as a decimal string.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// `/registry/{plural}/{namespace}/{name}` or `/registry/{plural}/{name}` (cluster-scoped).
+    pub key: String,
+    /// The object as JSON.
+    pub value: Arc<Value>,
+    /// The revision of the write that produced this state (its mod revision, in etcd's words).
+    pub revision: Revision,
+}
+
+/// What happened to a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    /// The key was created.
+    Added,
+    /// The key was updated.
+    Modified,
+    /// The key was deleted.
+    Deleted,
+}
+
+/// One entry of the event log, as watches receive it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// The revision of this write.
+    pub revision: Revision,
+    /// Created, updated or deleted.
+    pub event_type: EventType,
+    /// The key written.
+    pub key: String,
+    /// The new state; for a delete, the last state with `resourceVersion` set to this revision.
+    pub object: Arc<Value>,
+    /// The state before this write (`None` for a create). Lets a selector-filtered watch turn an
+    /// object that stopped matching into DELETED, as Kubernetes' watch cache does.
+    pub prev: Option<Arc<Value>>,
+}
+
+/// A live watch: the events after the start revision, in revision order, with none missed. It ends
+/// with `Err(Expired)` if the watcher falls further behind than its buffer allows.
+pub type WatchStream = BoxStream<'static, Result<Event>>;
+
+/// The contract every backend keeps. Object-safe, so the server holds an `Arc<dyn Storage>`.
+/// Reads are synchronous and short; writes return once durable.
+pub trait Storage: Send + Sync + 'static {
+    /// The object at `key`, if any.
+    fn get(&self, key: &str) -> Result<Option<Record>>;
+
+    /// Every object whose key starts with `prefix`, in key order, and the revision the list is
+    /// consistent at (≥ every item's revision).
+    fn list(&self, prefix: &str) -> Result<(Vec<Record>, Revision)>;
+
+    /// Stores a new object; fails with `AlreadyExists` if the key is taken.
+    fn create(&self, key: &str, value: Value) -> BoxFuture<'_, Result<Record>>;
+
+    /// Replaces an object; with `expected`, only if it is still at that revision.
+    fn update(&self, key: &str, value: Value, expected: Option<Revision>) -> BoxFuture<'_, Result<Record>>;
+
+    /// Removes an object; with `expected`, only if it is still at that revision. Returns the last
+    /// state (with the delete's revision as its `resourceVersion`).
+    fn delete(&self, key: &str, expected: Option<Revision>) -> BoxFuture<'_, Result<Record>>;
+
+    /// The events for keys under `prefix` with revision > `after`. Fails with `Expired` if `after`
+    /// is older than the oldest revision the log still holds.
+    fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream>;
+
+    /// The revision of the latest acknowledged write.
+    fn current_revision(&self) -> Revision;
+}

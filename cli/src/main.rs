@@ -1,0 +1,2 @@
+//! The `minik` binary: placeholder while the CLI is being built.
+fn main() {}

@@ -1,0 +1,1 @@
+//! minik-client: placeholder while the crate is being built.

@@ -1,0 +1,1 @@
+//! minik-endpoint-controller: placeholder while the crate is being built.

@@ -1,0 +1,1 @@
+//! minik-kubelet: placeholder while the crate is being built.

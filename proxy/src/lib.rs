@@ -1,0 +1,1 @@
+//! minik-proxy: placeholder while the crate is being built.

@@ -1,0 +1,1 @@
+//! minik-scheduler: placeholder while the crate is being built.

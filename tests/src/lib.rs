@@ -1,0 +1,1 @@
+//! minik-tests: placeholder while the crate is being built.
