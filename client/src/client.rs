@@ -1,0 +1,188 @@
+//! `Client`: HTTP to the apiserver, turning every error answer into a `Status`.
+//!
+//! Kubernetes counterpart: client-go's `rest.RESTClient` (`staging/src/k8s.io/client-go/rest/request.go`,
+//! `transformResponse`) and kube-rs's `kube_client::Client`. The client knows nothing about kinds:
+//! it sends a request to a path and reads JSON back. [`crate::Api`] builds the paths.
+//!
+//! Error answers: the apiserver sends a `Status` body with every non-2xx answer. When a body is not
+//! a `Status` (a proxy's HTML page, a plain-text 500), the client synthesizes one from the HTTP code
+//! the way client-go's `NewGenericServerResponse` does, so callers always see [`Error::Api`].
+//!
+//! minik simplifies: plain http on loopback, no TLS, no auth, no protobuf, no retries (callers retry
+//! where Kubernetes' semantics say so: a watcher relists, a controller requeues).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use minik_api::meta::Status;
+use minik_api::WatchEvent;
+
+use crate::error::{Error, Result};
+use crate::watch_lines::watch_events;
+
+/// A handle on one apiserver. Cloning is cheap (the connection pool is shared).
+#[derive(Clone, Debug)]
+pub struct Client {
+    http: reqwest::Client,
+    /// `http://127.0.0.1:6443`, without a trailing slash.
+    base_url: Arc<str>,
+}
+
+impl Client {
+    /// A client for the apiserver at `base_url` (e.g. `http://127.0.0.1:6443`).
+    pub fn new(base_url: &str) -> Result<Client> {
+        let base_url = base_url.trim_end_matches('/');
+        let parsed = reqwest::Url::parse(base_url).map_err(|_| Error::InvalidUrl(base_url.to_string()))?;
+        if parsed.scheme() != "http" || parsed.host_str().is_none() {
+            return Err(Error::InvalidUrl(base_url.to_string()));
+        }
+        // No overall timeout: watches and `logs -f` stay open for as long as the server keeps them.
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .tcp_nodelay(true)
+            .user_agent(concat!("minik/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Client { http, base_url: base_url.into() })
+    }
+
+    /// The server address this client talks to.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// A request builder for `path` (which starts with `/` and may carry a query string).
+    pub(crate) fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        self.http.request(method, format!("{}{path}", self.base_url))
+    }
+
+    /// Sends a request; a non-2xx answer becomes [`Error::Api`].
+    pub(crate) async fn send(&self, request: RequestBuilder) -> Result<Response> {
+        let response = request.send().await?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let code = response.status();
+        let body = response.bytes().await?;
+        Err(Error::Api(status_from_body(code, &body)))
+    }
+
+    /// Sends a request and decodes the JSON answer.
+    pub(crate) async fn send_json<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<T> {
+        let body = self.send(request).await?.bytes().await?;
+        Ok(serde_json::from_slice(&body)?)
+    }
+
+    /// An untyped request: `method path` with an optional JSON body, answering JSON. For tools that
+    /// handle kinds they only know at run time (`minik apply` reads `kind` from a manifest).
+    pub async fn request_json(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
+        let mut request = self.request(method, path);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        self.send_json(request).await
+    }
+
+    /// A GET whose answer is text (`pods/{name}/log`).
+    pub async fn get_text(&self, path: &str) -> Result<String> {
+        Ok(self.send(self.request(Method::GET, path)).await?.text().await?)
+    }
+
+    /// A GET whose answer is streamed as it arrives (`pods/{name}/log?follow=true`).
+    pub async fn get_stream(&self, path: &str) -> Result<BoxStream<'static, Result<Bytes>>> {
+        let response = self.send(self.request(Method::GET, path)).await?;
+        Ok(response.bytes_stream().map_err(Error::from).boxed())
+    }
+
+    /// Opens a watch at `path` (which must carry `watch=true` in its query) and decodes each line
+    /// as a `WatchEvent<T>`; `T` may be `serde_json::Value` for untyped callers.
+    pub async fn watch_raw<T>(&self, path: &str) -> Result<BoxStream<'static, Result<WatchEvent<T>>>>
+    where
+        T: DeserializeOwned + Send + 'static,
+    {
+        let response = self.send(self.request(Method::GET, path)).await?;
+        Ok(watch_events(response.bytes_stream().map_err(Error::from)).boxed())
+    }
+}
+
+/// Reads an error body: a `Status` as the server sent it, or one synthesized from the HTTP code.
+pub(crate) fn status_from_body(code: StatusCode, body: &[u8]) -> Status {
+    if let Ok(value) = serde_json::from_slice::<Value>(body) {
+        if value.get("kind").and_then(Value::as_str) == Some("Status") {
+            if let Ok(mut status) = serde_json::from_value::<Status>(value) {
+                status.code.get_or_insert(i32::from(code.as_u16()));
+                return status;
+            }
+        }
+    }
+    synthesize_status(code, &String::from_utf8_lossy(body))
+}
+
+/// client-go's `NewGenericServerResponse`: a reason and message from the HTTP code alone.
+fn synthesize_status(code: StatusCode, body: &str) -> Status {
+    let (reason, message) = match code.as_u16() {
+        400 => ("BadRequest", "the server rejected our request for an unknown reason".to_string()),
+        401 => ("Unauthorized", "the server has asked for the client to provide credentials".to_string()),
+        403 => ("Forbidden", "the server does not allow access to the requested resource".to_string()),
+        404 => ("NotFound", "the server could not find the requested resource".to_string()),
+        405 => ("MethodNotAllowed", "the server does not allow this method on the requested resource".to_string()),
+        409 => ("Conflict", "the server reported a conflict".to_string()),
+        410 => ("Expired", "the resource requested has expired".to_string()),
+        413 => ("RequestEntityTooLarge", "the server rejected the request because it is too large".to_string()),
+        415 => ("UnsupportedMediaType", "the server does not support the media type".to_string()),
+        422 => ("Invalid", "the server rejected our request due to an error in our request".to_string()),
+        429 => ("TooManyRequests", "the server has received too many requests and has asked us to try again later".to_string()),
+        503 => ("ServiceUnavailable", "the server is currently unable to handle the request".to_string()),
+        504 => ("Timeout", "the server was unable to return a response in the time allotted".to_string()),
+        _ => {
+            let detail = body.trim();
+            let message = if detail.is_empty() {
+                "an error on the server has prevented the request from succeeding".to_string()
+            } else {
+                format!("an error on the server ({detail:?}) has prevented the request from succeeding")
+            };
+            ("InternalError", message)
+        }
+    };
+    minik_api::status::failure(code.as_u16(), reason, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_body_is_returned_as_the_server_sent_it() {
+        let body = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"nope\" not found","reason":"NotFound","details":{"name":"nope","kind":"pods"},"code":404}"#;
+        let status = status_from_body(StatusCode::NOT_FOUND, body);
+        assert_eq!(status.reason.as_deref(), Some("NotFound"));
+        assert_eq!(status.message.as_deref(), Some("pods \"nope\" not found"));
+        assert_eq!(status.code, Some(404));
+    }
+
+    #[test]
+    fn plain_text_error_body_becomes_a_synthesized_status() {
+        let status = status_from_body(StatusCode::INTERNAL_SERVER_ERROR, b"boom");
+        assert_eq!(status.reason.as_deref(), Some("InternalError"));
+        assert_eq!(status.code, Some(500));
+        assert_eq!(
+            status.message.as_deref(),
+            Some("an error on the server (\"boom\") has prevented the request from succeeding")
+        );
+        let status = status_from_body(StatusCode::NOT_FOUND, b"<html>");
+        assert_eq!(status.reason.as_deref(), Some("NotFound"));
+    }
+
+    #[test]
+    fn only_http_urls_are_accepted() {
+        assert!(Client::new("http://127.0.0.1:6443/").is_ok());
+        assert_eq!(Client::new("http://127.0.0.1:6443/").unwrap().base_url(), "http://127.0.0.1:6443");
+        assert!(Client::new("127.0.0.1:6443").is_err());
+        assert!(Client::new("https://127.0.0.1:6443").is_err());
+    }
+}
