@@ -91,7 +91,9 @@ impl EventLog {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding this lock cannot leave the log half-updated in a way that matters
         // more than stopping the server would, so keep going with the inner value.
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The revision of the last published event.
@@ -108,7 +110,11 @@ impl EventLog {
     /// event to every matching watcher without ever waiting for one.
     pub fn publish(&self, event: Event) {
         let mut inner = self.lock();
-        debug_assert_eq!(event.revision, inner.current + 1, "events are published in revision order");
+        debug_assert_eq!(
+            event.revision,
+            inner.current + 1,
+            "events are published in revision order"
+        );
         inner.current = event.revision;
         inner.window.push_back(event.clone());
         while inner.window.len() > self.capacity {
@@ -124,7 +130,10 @@ impl EventLog {
         let mut inner = self.lock();
         let oldest = inner.oldest_valid();
         if after < oldest {
-            return Err(Error::Expired { requested: after, oldest });
+            return Err(Error::Expired {
+                requested: after,
+                oldest,
+            });
         }
         let replay: Vec<Event> = inner
             .window
@@ -134,7 +143,12 @@ impl EventLog {
             .collect();
         let (tx, rx) = mpsc::channel(self.watcher_buffer);
         let cut = Arc::new(OnceLock::new());
-        inner.watchers.push(Watcher { prefix: prefix.to_string(), after, tx, cut: cut.clone() });
+        inner.watchers.push(Watcher {
+            prefix: prefix.to_string(),
+            after,
+            tx,
+            cut: cut.clone(),
+        });
         drop(inner);
 
         let replay = futures::stream::iter(replay.into_iter().map(Ok));
@@ -203,7 +217,10 @@ pub fn stamp_revision(value: &mut Value, revision: Revision) {
             *metadata = Value::Object(Default::default());
         }
         if let Value::Object(metadata) = metadata {
-            metadata.insert("resourceVersion".into(), Value::String(revision.to_string()));
+            metadata.insert(
+                "resourceVersion".into(),
+                Value::String(revision.to_string()),
+            );
         }
     }
 }
@@ -229,7 +246,13 @@ mod unit {
         let log = EventLog::new(42, 10, 10);
         assert_eq!(log.oldest_valid(), 42);
         assert!(log.watch("", 42).is_ok());
-        assert!(matches!(log.watch("", 41), Err(Error::Expired { requested: 41, oldest: 42 })));
+        assert!(matches!(
+            log.watch("", 41),
+            Err(Error::Expired {
+                requested: 41,
+                oldest: 42
+            })
+        ));
     }
 
     #[test]
@@ -251,7 +274,10 @@ mod unit {
         assert_eq!(v["metadata"]["resourceVersion"], "7");
         let mut v = json!({"metadata": {"name": "a", "resourceVersion": "1"}});
         stamp_revision(&mut v, 8);
-        assert_eq!(v, json!({"metadata": {"name": "a", "resourceVersion": "8"}}));
+        assert_eq!(
+            v,
+            json!({"metadata": {"name": "a", "resourceVersion": "8"}})
+        );
     }
 
     #[tokio::test]

@@ -34,11 +34,16 @@ impl MemoryStorage {
 
     /// Like [`MemoryStorage::new`], with `buffer` live events per watcher before it is cut off.
     pub fn with_watcher_buffer(window: usize, buffer: usize) -> Self {
-        MemoryStorage { objects: Mutex::new(BTreeMap::new()), log: EventLog::new(0, window, buffer) }
+        MemoryStorage {
+            objects: Mutex::new(BTreeMap::new()),
+            log: EventLog::new(0, window, buffer),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Record>> {
-        self.objects.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.objects
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Applies one write under the map lock: `decide` sees the current record and returns the new
@@ -56,10 +61,17 @@ impl MemoryStorage {
         let mut value = match next {
             Some(value) => value,
             // A delete: the last state, stamped with the delete's revision.
-            None => prev_value.as_deref().cloned().ok_or_else(|| Error::NotFound(key.into()))?,
+            None => prev_value
+                .as_deref()
+                .cloned()
+                .ok_or_else(|| Error::NotFound(key.into()))?,
         };
         stamp_revision(&mut value, revision);
-        let record = Record { key: key.to_string(), value: Arc::new(value), revision };
+        let record = Record {
+            key: key.to_string(),
+            value: Arc::new(value),
+            revision,
+        };
         if event_type == EventType::Deleted {
             objects.remove(key);
         } else {
@@ -77,11 +89,17 @@ impl MemoryStorage {
 }
 
 /// Fails with `Conflict` unless `current` is at `expected` (when the caller gave one).
-pub(crate) fn check_expected(key: &str, current: Revision, expected: Option<Revision>) -> Result<()> {
+pub(crate) fn check_expected(
+    key: &str,
+    current: Revision,
+    expected: Option<Revision>,
+) -> Result<()> {
     match expected {
-        Some(expected) if expected != current => {
-            Err(Error::Conflict { key: key.to_string(), expected, actual: current })
-        }
+        Some(expected) if expected != current => Err(Error::Conflict {
+            key: key.to_string(),
+            expected,
+            actual: current,
+        }),
         _ => Ok(()),
     }
 }
@@ -110,7 +128,12 @@ impl Storage for MemoryStorage {
         futures::future::ready(result).boxed()
     }
 
-    fn update(&self, key: &str, value: Value, expected: Option<Revision>) -> BoxFuture<'_, Result<Record>> {
+    fn update(
+        &self,
+        key: &str,
+        value: Value,
+        expected: Option<Revision>,
+    ) -> BoxFuture<'_, Result<Record>> {
         let result = self.write(key, |prev| {
             let prev = prev.ok_or_else(|| Error::NotFound(key.to_string()))?;
             check_expected(key, prev.revision, expected)?;

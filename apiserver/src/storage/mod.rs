@@ -22,6 +22,8 @@ use serde_json::Value;
 pub mod events;
 pub mod memory;
 pub mod sled;
+#[cfg(test)]
+mod tests;
 
 /// A position in the cluster's history: the number of writes so far.
 pub type Revision = u64;
