@@ -1,1 +1,96 @@
-//! minik-endpoint-controller: placeholder while the crate is being built.
+//! minik-endpoint-controller: keeps one Endpoints object per Service listing the pods behind it.
+//!
+//! Kubernetes counterpart: the endpoints controller of kube-controller-manager
+//! (`pkg/controller/endpoint/endpoints_controller.go`). The proxy routes a Service's traffic to the
+//! addresses this controller publishes, so how fast it reacts decides how long traffic still goes
+//! to a pod that is shutting down (the race of the seeds). The loop, in five steps:
+//!
+//! 1. watch Services, Pods and Endpoints into stores ([`workers`]);
+//! 2. turn each event into the keys of the Services it may affect ([`handlers`]);
+//! 3. merge those keys in a work queue ([`queue`]);
+//! 4. `sync_service(key)`: compute the subsets from the stores ([`endpoints::compute`], pure) and
+//!    write the Endpoints only if they changed ([`controller`]);
+//! 5. record the change: a log line with counts, the `last-change-trigger-time` annotation, and an
+//!    Event per pod that entered or left the ready addresses ([`writes`]).
+//!
+//! minik simplifies: legacy Endpoints only (no EndpointSlices), no leader election.
+//! Read next: [`endpoints`], the rules of who is in and who is out.
+
+pub mod capacity;
+pub mod controller;
+pub mod endpoints;
+pub mod handlers;
+pub mod queue;
+pub mod workers;
+pub mod writes;
+
+#[cfg(test)]
+mod testing;
+
+use minik_api::core::{Endpoints, Pod, Service};
+use minik_client::{watcher, Api, Client, ListParams};
+use tokio_util::sync::CancellationToken;
+
+pub use controller::EndpointsController;
+
+/// What can stop the endpoint controller.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The apiserver URL is not usable.
+    #[error("client: {0}")]
+    Client(#[from] minik_client::Error),
+}
+
+/// The controller's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The controller's configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The apiserver, e.g. `http://127.0.0.1:6443`.
+    pub server: String,
+    /// How many Services are synced concurrently (upstream `--concurrent-endpoint-syncs`, default 5).
+    pub workers: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            server: "http://127.0.0.1:6443".to_string(),
+            workers: 5,
+        }
+    }
+}
+
+/// Command-line flags of `minik-endpoint-controller` and `minik endpoint-controller`.
+#[derive(Clone, Debug, clap::Parser)]
+#[command(about = "The minik endpoint controller: keeps each Service's Endpoints up to date")]
+pub struct Args {
+    /// The apiserver URL.
+    #[arg(long, default_value = "http://127.0.0.1:6443")]
+    pub server: String,
+    /// How many Services are synced concurrently.
+    #[arg(long, default_value_t = 5)]
+    pub workers: usize,
+}
+
+impl Args {
+    /// The configuration these flags describe.
+    pub fn into_config(self) -> Config {
+        Config {
+            server: self.server,
+            workers: self.workers.max(1),
+        }
+    }
+}
+
+/// Runs the controller until `shutdown` is cancelled; returns after its tasks have finished.
+pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
+    let client = Client::new(&config.server)?;
+    let pods = watcher(Api::<Pod>::all(client.clone()), ListParams::default());
+    let services = watcher(Api::<Service>::all(client.clone()), ListParams::default());
+    let endpoints = watcher(Api::<Endpoints>::all(client.clone()), ListParams::default());
+    let writes = writes::ApiWrites::new(client);
+    workers::run_controller(writes, pods, services, endpoints, config.workers, shutdown).await;
+    Ok(())
+}

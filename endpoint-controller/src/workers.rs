@@ -1,0 +1,198 @@
+//! The tasks of the controller: three informers feeding the work queue, N workers draining it.
+//!
+//! Kubernetes counterpart: `Controller.Run(ctx, workers)`, `worker` and `processNextWorkItem` in
+//! `endpoints_controller.go`, and `handleErr` with its `maxRetries = 15` (5 ms, 10 ms, 20 ms …).
+//!
+//! ```text
+//!  pod watch      ─► reflector ─► pod store      ─► PodHandler     ─┐
+//!  service watch  ─► reflector ─► service store  ─► ServiceHandler ─┼─► WorkQueue ─► worker × N ─► sync_service
+//!  endpoints watch─► reflector ─► endpoints store─► endpoints_keys ─┘        ▲                        │ error
+//!                                                                          └──── after backoff ─────┘
+//! ```
+//!
+//! Workers start only once all three stores have listed: syncing earlier could see an empty
+//! Service store and delete every Endpoints in the cluster.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use minik_api::core::{Endpoints, Pod, Service};
+use minik_api::ObjectKey;
+use minik_client::store::store;
+use minik_client::{reflector, Event, Store};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, info, warn};
+
+use crate::controller::EndpointsController;
+use crate::handlers::{endpoints_keys, PodHandler, ServiceHandler};
+use crate::queue::WorkQueue;
+use crate::writes::EndpointsWrites;
+
+/// A key that failed this many syncs in a row is dropped until its next event (upstream value).
+pub const MAX_RETRIES: u32 = 15;
+
+/// Runs the controller on the given watcher streams until `shutdown`; returns once every task ended.
+pub async fn run_controller<W, P, S, E>(
+    writes: W,
+    pods: P,
+    services: S,
+    endpoints: E,
+    workers: usize,
+    shutdown: CancellationToken,
+) where
+    W: EndpointsWrites,
+    P: Stream<Item = minik_client::Result<Event<Pod>>> + Send + 'static,
+    S: Stream<Item = minik_client::Result<Event<Service>>> + Send + 'static,
+    E: Stream<Item = minik_client::Result<Event<Endpoints>>> + Send + 'static,
+{
+    let (pod_store, pod_writer) = store();
+    let (service_store, service_writer) = store();
+    let (endpoints_store, endpoints_writer) = store();
+    let queue = Arc::new(WorkQueue::new());
+    let tasks = TaskTracker::new();
+
+    let services_for_pods = service_store.clone();
+    let mut pod_handler = PodHandler::default();
+    let pod_events = reflector(pod_writer, pods);
+    tasks.spawn(informer(
+        "pods",
+        pod_events,
+        queue.clone(),
+        shutdown.clone(),
+        move |event| pod_handler.on_event(event, &services_for_pods),
+    ));
+    let mut service_handler = ServiceHandler::default();
+    let service_events = reflector(service_writer, services);
+    tasks.spawn(informer(
+        "services",
+        service_events,
+        queue.clone(),
+        shutdown.clone(),
+        move |event| service_handler.on_event(event),
+    ));
+    let endpoints_events = reflector(endpoints_writer, endpoints);
+    tasks.spawn(informer(
+        "endpoints",
+        endpoints_events,
+        queue.clone(),
+        shutdown.clone(),
+        endpoints_keys,
+    ));
+
+    let controller = Arc::new(EndpointsController::new(
+        service_store,
+        pod_store,
+        endpoints_store,
+        writes,
+    ));
+    let stores_ready = wait_until_ready(
+        &controller.services,
+        &controller.pods,
+        &controller.endpoints,
+    );
+    tokio::select! {
+        _ = shutdown.cancelled() => {}
+        _ = stores_ready => {
+            info!(services = controller.services.len(), pods = controller.pods.len(), "ready");
+            for _ in 0..workers.max(1) {
+                tasks.spawn(worker(controller.clone(), queue.clone(), tasks.clone(), shutdown.clone()));
+            }
+            shutdown.cancelled().await;
+        }
+    }
+    queue.shut_down();
+    tasks.close();
+    tasks.wait().await;
+}
+
+async fn wait_until_ready(
+    services: &Store<Service>,
+    pods: &Store<Pod>,
+    endpoints: &Store<Endpoints>,
+) {
+    services.wait_until_ready().await;
+    pods.wait_until_ready().await;
+    endpoints.wait_until_ready().await;
+}
+
+/// Drives one reflector stream, turning each event into queue keys with `keys_for`.
+async fn informer<K, St, F>(
+    kind: &'static str,
+    events: St,
+    queue: Arc<WorkQueue>,
+    shutdown: CancellationToken,
+    mut keys_for: F,
+) where
+    St: Stream<Item = minik_client::Result<Event<K>>>,
+    F: FnMut(&Event<K>) -> BTreeSet<ObjectKey>,
+{
+    let mut events = std::pin::pin!(events);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            event = events.next() => match event {
+                Some(Ok(event)) => {
+                    for key in keys_for(&event) {
+                        debug!(kind, service = %key, "queued service");
+                        queue.add(key);
+                    }
+                }
+                Some(Err(error)) => warn!(kind, %error, "watch failed; retrying"),
+                None => break,
+            },
+        }
+    }
+}
+
+/// Takes keys off the queue and syncs them, one at a time, until shutdown.
+async fn worker<W: EndpointsWrites>(
+    controller: Arc<EndpointsController<W>>,
+    queue: Arc<WorkQueue>,
+    tasks: TaskTracker,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let key = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            key = queue.get() => match key {
+                Some(key) => key,
+                None => break,
+            },
+        };
+        let result = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            result = controller.sync_service(&key) => result,
+        };
+        match result {
+            Ok(()) => queue.forget(&key),
+            Err(error) => retry_later(&queue, &tasks, &shutdown, key.clone(), error),
+        }
+        queue.done(&key);
+    }
+}
+
+/// Upstream `handleErr`: requeue with backoff, or give up after [`MAX_RETRIES`].
+fn retry_later(
+    queue: &Arc<WorkQueue>,
+    tasks: &TaskTracker,
+    shutdown: &CancellationToken,
+    key: ObjectKey,
+    error: minik_client::Error,
+) {
+    if queue.num_requeues(&key) >= MAX_RETRIES {
+        warn!(service = %key, %error, "dropping service out of the queue");
+        queue.forget(&key);
+        return;
+    }
+    let delay = queue.next_retry_delay(&key);
+    debug!(service = %key, %error, ?delay, "sync failed; retrying");
+    let (queue, shutdown) = (queue.clone(), shutdown.clone());
+    tasks.spawn(async move {
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            _ = tokio::time::sleep(delay) => queue.add(key),
+        }
+    });
+}

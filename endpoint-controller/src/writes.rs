@@ -1,0 +1,93 @@
+//! Everything the endpoints controller writes, behind a small trait so sync tests can record it.
+//!
+//! Kubernetes counterpart: the `client.CoreV1().Endpoints(ns).Create/Update/Delete` calls in
+//! `endpoints_controller.go`, and its event recorder. Upstream's tests point the client at a fake
+//! HTTP server and inspect the requests; minik's tests implement this trait instead.
+
+use std::future::Future;
+
+use minik_api::core::{Endpoints, Service};
+use minik_client::events::{object_reference, Recorder};
+use minik_client::{Api, Client, DeleteParams};
+
+/// The component name on the controller's Events.
+pub const COMPONENT: &str = "endpoint-controller";
+
+/// The controller's writes.
+pub trait EndpointsWrites: Send + Sync + 'static {
+    /// Creates an Endpoints object.
+    fn create(
+        &self,
+        endpoints: &Endpoints,
+    ) -> impl Future<Output = minik_client::Result<Endpoints>> + Send;
+    /// Replaces an Endpoints object (its `resourceVersion` guards against lost updates).
+    fn replace(
+        &self,
+        endpoints: &Endpoints,
+    ) -> impl Future<Output = minik_client::Result<Endpoints>> + Send;
+    /// Deletes the Endpoints `namespace/name`.
+    fn delete(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = minik_client::Result<()>> + Send;
+    /// Records a Normal Event about a Service.
+    fn event(
+        &self,
+        service: &Service,
+        reason: &str,
+        message: &str,
+    ) -> impl Future<Output = minik_client::Result<()>> + Send;
+}
+
+/// The real writes, through the apiserver.
+#[derive(Clone, Debug)]
+pub struct ApiWrites {
+    client: Client,
+    recorder: Recorder,
+}
+
+impl ApiWrites {
+    /// Writes through `client`, reporting Events as `endpoint-controller`.
+    pub fn new(client: Client) -> Self {
+        let recorder = Recorder::new(client.clone(), COMPONENT, None);
+        ApiWrites { client, recorder }
+    }
+
+    fn api(&self, namespace: Option<&str>) -> Api<Endpoints> {
+        Api::namespaced(self.client.clone(), namespace.unwrap_or("default"))
+    }
+}
+
+impl EndpointsWrites for ApiWrites {
+    async fn create(&self, endpoints: &Endpoints) -> minik_client::Result<Endpoints> {
+        self.api(endpoints.metadata.namespace.as_deref())
+            .create(endpoints)
+            .await
+    }
+
+    async fn replace(&self, endpoints: &Endpoints) -> minik_client::Result<Endpoints> {
+        let name = endpoints.metadata.name.as_deref().unwrap_or_default();
+        self.api(endpoints.metadata.namespace.as_deref())
+            .replace(name, endpoints)
+            .await
+    }
+
+    async fn delete(&self, namespace: &str, name: &str) -> minik_client::Result<()> {
+        self.api(Some(namespace))
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(|_| ())
+    }
+
+    async fn event(
+        &self,
+        service: &Service,
+        reason: &str,
+        message: &str,
+    ) -> minik_client::Result<()> {
+        self.recorder
+            .publish(&object_reference(service), "Normal", reason, message)
+            .await
+    }
+}

@@ -1,0 +1,243 @@
+//! Unit tests of the scheduling algorithm, in the manner of upstream's `schedule_one_test.go` and the
+//! plugin tests: build nodes and pods with the fixtures, call `schedule`, assert the node or message.
+
+use super::*;
+use crate::testing::{node, pod};
+
+#[test]
+fn pod_goes_to_the_only_node() {
+    let nodes = [node("node-1").build()];
+    assert_eq!(
+        schedule(&pod("web").build(), &nodes, &[]),
+        Ok("node-1".to_string())
+    );
+}
+
+#[test]
+fn no_nodes_gives_upstreams_no_nodes_message() {
+    let err = schedule(&pod("web").build(), &[], &[]).unwrap_err();
+    assert_eq!(err.message, "no nodes available to schedule pods");
+}
+
+#[test]
+fn message_counts_reasons_and_sorts_them_as_strings() {
+    let nodes = [
+        node("node-1").cpu("1").build(),
+        node("node-2").cpu("1").build(),
+        node("node-3").label("disk", "hdd").build(),
+    ];
+    let p = pod("big").cpu("2").node_selector("disk", "ssd").build();
+    let err = schedule(&p, &nodes, &[]).unwrap_err();
+    // node-1 and node-2 fail the selector first: the affinity plugin runs before the resource fit.
+    assert_eq!(
+        err.message,
+        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    );
+
+    let nodes = [
+        node("node-1").cpu("1").label("disk", "ssd").build(),
+        node("node-2").cpu("1").label("disk", "ssd").build(),
+        node("node-3").label("disk", "hdd").build(),
+    ];
+    let err = schedule(&p, &nodes, &[]).unwrap_err();
+    assert_eq!(
+        err.message,
+        "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient cpu."
+    );
+}
+
+#[test]
+fn requests_of_bound_pods_count_against_allocatable() {
+    let nodes = [node("node-1").cpu("1").build()];
+    let bound = [pod("a").cpu("600m").node_name("node-1").build()];
+    let err = schedule(&pod("b").cpu("500m").build(), &nodes, &bound).unwrap_err();
+    assert_eq!(err.message, "0/1 nodes are available: 1 Insufficient cpu.");
+    assert!(
+        schedule(&pod("c").cpu("400m").build(), &nodes, &bound).is_ok(),
+        "exactly full still fits"
+    );
+}
+
+#[test]
+fn finished_pods_free_their_resources() {
+    let nodes = [node("node-1").cpu("1").build()];
+    let done = [pod("a")
+        .cpu("1")
+        .node_name("node-1")
+        .phase("Succeeded")
+        .build()];
+    assert_eq!(
+        schedule(&pod("b").cpu("1").build(), &nodes, &done),
+        Ok("node-1".to_string())
+    );
+}
+
+#[test]
+fn one_node_can_fail_several_resources_and_pod_count() {
+    let nodes = [node("node-1").cpu("1").memory("1Gi").pods(1).build()];
+    let bound = [pod("a").node_name("node-1").build()];
+    let err = schedule(&pod("b").cpu("2").memory("2Gi").build(), &nodes, &bound).unwrap_err();
+    assert_eq!(
+        err.message,
+        "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 1 Too many pods."
+    );
+}
+
+#[test]
+fn cordoned_node_is_skipped_unless_tolerated() {
+    let nodes = [node("node-1").unschedulable().build()];
+    let err = schedule(&pod("web").build(), &nodes, &[]).unwrap_err();
+    assert_eq!(
+        err.message,
+        "0/1 nodes are available: 1 node(s) were unschedulable."
+    );
+    let tolerant = pod("ds")
+        .toleration(
+            "node.kubernetes.io/unschedulable",
+            "Exists",
+            "",
+            "NoSchedule",
+        )
+        .build();
+    assert!(schedule(&tolerant, &nodes, &[]).is_ok());
+}
+
+#[test]
+fn no_schedule_taint_repels_pods_without_a_toleration() {
+    let nodes = [node("node-1")
+        .taint("dedicated", "gpu", "NoSchedule")
+        .build()];
+    let err = schedule(&pod("web").build(), &nodes, &[]).unwrap_err();
+    assert_eq!(
+        err.message,
+        "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+    );
+    let equal = pod("a")
+        .toleration("dedicated", "Equal", "gpu", "NoSchedule")
+        .build();
+    assert!(schedule(&equal, &nodes, &[]).is_ok());
+    let exists_any_effect = pod("b").toleration("dedicated", "Exists", "", "").build();
+    assert!(schedule(&exists_any_effect, &nodes, &[]).is_ok());
+    let wrong_value = pod("c")
+        .toleration("dedicated", "Equal", "cpu", "NoSchedule")
+        .build();
+    assert!(schedule(&wrong_value, &nodes, &[]).is_err());
+    let wildcard = pod("d").toleration("", "Exists", "", "").build();
+    assert!(schedule(&wildcard, &nodes, &[]).is_ok());
+}
+
+#[test]
+fn prefer_no_schedule_taint_does_not_filter() {
+    let nodes = [node("node-1")
+        .taint("spot", "yes", "PreferNoSchedule")
+        .build()];
+    assert!(schedule(&pod("web").build(), &nodes, &[]).is_ok());
+}
+
+#[test]
+fn not_ready_nodes_count_as_tainted() {
+    let nodes = [
+        node("node-1").ready("False").build(),
+        node("node-2").ready("Unknown").build(),
+    ];
+    let err = schedule(&pod("web").build(), &nodes, &[]).unwrap_err();
+    assert_eq!(
+        err.message,
+        "0/2 nodes are available: 2 node(s) had untolerated taint(s)."
+    );
+    let tolerant = pod("t")
+        .toleration("node.kubernetes.io/not-ready", "Exists", "", "NoSchedule")
+        .build();
+    assert_eq!(schedule(&tolerant, &nodes, &[]), Ok("node-1".to_string()));
+}
+
+#[test]
+fn node_selector_picks_the_labelled_node() {
+    let nodes = [
+        node("node-1").build(),
+        node("node-2").label("zone", "b").build(),
+    ];
+    let p = pod("web").node_selector("zone", "b").build();
+    assert_eq!(schedule(&p, &nodes, &[]), Ok("node-2".to_string()));
+}
+
+#[test]
+fn required_node_affinity_terms_are_ored_and_expressions_anded() {
+    use minik_api::core::{
+        Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
+    };
+    let requirement = |key: &str, operator: &str, values: &[&str]| NodeSelectorRequirement {
+        key: key.into(),
+        operator: operator.into(),
+        values: Some(values.iter().map(|v| v.to_string()).collect()),
+    };
+    let mut p = pod("web").build();
+    p.spec.as_mut().unwrap().affinity = Some(Affinity {
+        node_affinity: Some(NodeAffinity {
+            required_during_scheduling_ignored_during_execution: Some(NodeSelector {
+                node_selector_terms: vec![NodeSelectorTerm {
+                    match_expressions: Some(vec![
+                        requirement("zone", "In", &["a", "b"]),
+                        requirement("cores", "Gt", &["8"]),
+                    ]),
+                    ..NodeSelectorTerm::default()
+                }],
+            }),
+            ..NodeAffinity::default()
+        }),
+        ..Affinity::default()
+    });
+    let nodes = [
+        node("small").label("zone", "a").label("cores", "4").build(),
+        node("big").label("zone", "b").label("cores", "16").build(),
+        node("elsewhere")
+            .label("zone", "c")
+            .label("cores", "64")
+            .build(),
+    ];
+    assert_eq!(schedule(&p, &nodes, &[]), Ok("big".to_string()));
+}
+
+#[test]
+fn least_allocated_node_wins() {
+    let nodes = [node("node-1").build(), node("node-2").build()];
+    let bound = [pod("a").cpu("2").memory("4Gi").node_name("node-1").build()];
+    assert_eq!(
+        schedule(&pod("web").cpu("100m").build(), &nodes, &bound),
+        Ok("node-2".to_string())
+    );
+}
+
+#[test]
+fn least_allocated_score_follows_upstream_formula() {
+    let info = NodeInfo::new(Arc::new(node("n").cpu("1").memory("1Gi").build()));
+    let requests = PodRequests::of(&pod("p").cpu("250m").memory("512Mi").build());
+    // cpu: (1000 - 250) * 100 / 1000 = 75; memory: 50; average 62.
+    assert_eq!(score(&requests, &info), 62);
+    let too_big = PodRequests::of(&pod("p").cpu("2").memory("512Mi").build());
+    assert_eq!(
+        score(&too_big, &info),
+        25,
+        "an over-capacity resource scores 0"
+    );
+}
+
+#[test]
+fn equal_nodes_are_filled_round_robin() {
+    let nodes: Vec<_> = (1..=3)
+        .map(|i| node(&format!("node-{i}")).build())
+        .collect();
+    let mut bound = Vec::new();
+    for i in 0..6 {
+        let chosen = schedule(&pod(&format!("p{i}")).build(), &nodes, &bound).unwrap();
+        bound.push(pod(&format!("p{i}")).node_name(&chosen).build());
+    }
+    let placed: Vec<_> = bound
+        .iter()
+        .map(|p| p.spec.as_ref().unwrap().node_name.clone().unwrap())
+        .collect();
+    assert_eq!(
+        placed,
+        ["node-1", "node-2", "node-3", "node-1", "node-2", "node-3"]
+    );
+}
