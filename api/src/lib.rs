@@ -16,10 +16,13 @@
 //!
 //! Read next: `apiserver/src/lib.rs`, where these objects are stored and served.
 
+pub mod defaults;
 pub mod key;
+pub mod printers;
 pub mod resource;
 pub mod selector;
 pub mod status;
+pub mod validation;
 pub mod watch;
 
 pub use k8s_openapi;

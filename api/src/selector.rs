@@ -61,7 +61,9 @@ impl Requirement {
             Operator::Exists => value.is_some(),
             Operator::DoesNotExist => value.is_none(),
             Operator::GreaterThan | Operator::LessThan => {
-                let (Some(v), Some(bound)) = (value, self.values.first()) else { return false };
+                let (Some(v), Some(bound)) = (value, self.values.first()) else {
+                    return false;
+                };
                 match (v.parse::<i64>(), bound.parse::<i64>()) {
                     (Ok(v), Ok(bound)) if self.operator == Operator::GreaterThan => v > bound,
                     (Ok(v), Ok(bound)) => v < bound,
@@ -88,7 +90,11 @@ impl LabelSelector {
     pub fn from_map(map: &BTreeMap<String, String>) -> Self {
         let requirements = map
             .iter()
-            .map(|(key, value)| Requirement { key: key.clone(), operator: Operator::Equals, values: vec![value.clone()] })
+            .map(|(key, value)| Requirement {
+                key: key.clone(),
+                operator: Operator::Equals,
+                values: vec![value.clone()],
+            })
             .collect();
         LabelSelector { requirements }
     }
@@ -118,7 +124,9 @@ impl LabelSelector {
 
     /// Whether a label set satisfies every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.requirements.iter().all(|requirement| requirement.matches(labels))
+        self.requirements
+            .iter()
+            .all(|requirement| requirement.matches(labels))
     }
 }
 
@@ -173,19 +181,33 @@ fn parse_requirement(part: &str) -> Result<Requirement, SelectorError> {
     if let Some(key) = part.strip_prefix('!') {
         let key = key.trim();
         check_key(key).map_err(|_| error())?;
-        return Ok(Requirement { key: key.to_string(), operator: Operator::DoesNotExist, values: vec![] });
+        return Ok(Requirement {
+            key: key.to_string(),
+            operator: Operator::DoesNotExist,
+            values: vec![],
+        });
     }
-    let key_end = part.find(|c: char| c.is_whitespace() || "=!<>(".contains(c)).unwrap_or(part.len());
+    let key_end = part
+        .find(|c: char| c.is_whitespace() || "=!<>(".contains(c))
+        .unwrap_or(part.len());
     let key = &part[..key_end];
     check_key(key).map_err(|_| error())?;
     let rest = part[key_end..].trim_start();
     let single = |operator, value: &str| -> Result<Requirement, SelectorError> {
         let value = value.trim();
         check_value(value).map_err(|_| error())?;
-        Ok(Requirement { key: key.to_string(), operator, values: vec![value.to_string()] })
+        Ok(Requirement {
+            key: key.to_string(),
+            operator,
+            values: vec![value.to_string()],
+        })
     };
     if rest.is_empty() {
-        return Ok(Requirement { key: key.to_string(), operator: Operator::Exists, values: vec![] });
+        return Ok(Requirement {
+            key: key.to_string(),
+            operator: Operator::Exists,
+            values: vec![],
+        });
     }
     if let Some(value) = rest.strip_prefix("!=") {
         return single(Operator::NotEquals, value);
@@ -209,12 +231,19 @@ fn parse_requirement(part: &str) -> Result<Requirement, SelectorError> {
         return Err(error());
     };
     let set = set.trim();
-    let inner = set.strip_prefix('(').and_then(|s| s.strip_suffix(')')).ok_or_else(error)?;
+    let inner = set
+        .strip_prefix('(')
+        .and_then(|s| s.strip_suffix(')'))
+        .ok_or_else(error)?;
     let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).collect();
     for value in &values {
         check_value(value).map_err(|_| error())?;
     }
-    Ok(Requirement { key: key.to_string(), operator, values })
+    Ok(Requirement {
+        key: key.to_string(),
+        operator,
+        values,
+    })
 }
 
 /// A label key: an optional DNS subdomain prefix and `/`, then a name of ≤ 63 characters.
@@ -235,9 +264,16 @@ fn check_value(value: &str) -> Result<(), ()> {
     if value.is_empty() {
         return Ok(());
     }
-    let ok_chars = value.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-    let ends_ok = value.starts_with(|c: char| c.is_ascii_alphanumeric()) && value.ends_with(|c: char| c.is_ascii_alphanumeric());
-    if value.len() <= 63 && ok_chars && ends_ok { Ok(()) } else { Err(()) }
+    let ok_chars = value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    let ends_ok = value.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && value.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if value.len() <= 63 && ok_chars && ends_ok {
+        Ok(())
+    } else {
+        Err(())
+    }
 }
 
 /// One requirement of a field selector: `spec.nodeName=node-1` or `status.phase!=Failed`.
@@ -272,13 +308,19 @@ impl FieldSelector {
             } else if let Some((field, value)) = part.split_once('=') {
                 (field, true, value)
             } else {
-                return Err(SelectorError(format!("invalid selector: '{text}'; can't understand '{part}'")));
+                return Err(SelectorError(format!(
+                    "invalid selector: '{text}'; can't understand '{part}'"
+                )));
             };
             let field = field.trim();
             if field.is_empty() {
                 return Err(SelectorError(format!("invalid selector: '{text}'")));
             }
-            requirements.push(FieldRequirement { field: field.to_string(), value: unescape(value.trim()), equal });
+            requirements.push(FieldRequirement {
+                field: field.to_string(),
+                value: unescape(value.trim()),
+                equal,
+            });
         }
         Ok(FieldSelector { requirements })
     }
@@ -296,13 +338,18 @@ impl FieldSelector {
     /// The value this selector requires `field` to equal, if it has such a requirement (lets the
     /// apiserver narrow a watch on `metadata.name=web` to a single key).
     pub fn required_value(&self, field: &str) -> Option<&str> {
-        self.requirements.iter().find(|r| r.equal && r.field == field).map(|r| r.value.as_str())
+        self.requirements
+            .iter()
+            .find(|r| r.equal && r.field == field)
+            .map(|r| r.value.as_str())
     }
 
     /// Whether an object satisfies every requirement; `get` reads a field of the object (a field it
     /// lacks reads as the empty string).
     pub fn matches(&self, get: impl Fn(&str) -> Option<String>) -> bool {
-        self.requirements.iter().all(|r| (get(&r.field).unwrap_or_default() == r.value) == r.equal)
+        self.requirements
+            .iter()
+            .all(|r| (get(&r.field).unwrap_or_default() == r.value) == r.equal)
     }
 }
 
@@ -314,22 +361,22 @@ impl FromStr for FieldSelector {
 }
 
 fn split_unescaped_commas(text: &str) -> Vec<String> {
-    let mut parts = vec![String::new()];
+    let mut parts = Vec::new();
+    let mut current = String::new();
     let mut chars = text.chars();
     while let Some(ch) = chars.next() {
         match ch {
             '\\' => {
-                parts.last_mut().map(|p| p.push('\\'));
+                current.push('\\');
                 if let Some(next) = chars.next() {
-                    parts.last_mut().map(|p| p.push(next));
+                    current.push(next);
                 }
             }
-            ',' => parts.push(String::new()),
-            _ => {
-                parts.last_mut().map(|p| p.push(ch));
-            }
+            ',' => parts.push(std::mem::take(&mut current)),
+            _ => current.push(ch),
         }
     }
+    parts.push(current);
     parts
 }
 
@@ -353,29 +400,51 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn equality_operators_match_as_kubectl_expects() {
         let web = labels(&[("app", "web"), ("tier", "front")]);
         assert!(LabelSelector::parse("app=web").unwrap().matches(&web));
-        assert!(LabelSelector::parse("app==web,tier=front").unwrap().matches(&web));
+        assert!(LabelSelector::parse("app==web,tier=front")
+            .unwrap()
+            .matches(&web));
         assert!(!LabelSelector::parse("app=db").unwrap().matches(&web));
         assert!(LabelSelector::parse("app!=db").unwrap().matches(&web));
-        assert!(LabelSelector::parse("missing!=x").unwrap().matches(&web), "!= holds when the label is absent");
+        assert!(
+            LabelSelector::parse("missing!=x").unwrap().matches(&web),
+            "!= holds when the label is absent"
+        );
     }
 
     #[test]
     fn set_operators_and_existence_match() {
         let web = labels(&[("app", "web"), ("env", "prod")]);
-        assert!(LabelSelector::parse("env in (prod, staging)").unwrap().matches(&web));
-        assert!(!LabelSelector::parse("env notin (prod)").unwrap().matches(&web));
-        assert!(LabelSelector::parse("canary notin (true)").unwrap().matches(&web));
+        assert!(LabelSelector::parse("env in (prod, staging)")
+            .unwrap()
+            .matches(&web));
+        assert!(!LabelSelector::parse("env notin (prod)")
+            .unwrap()
+            .matches(&web));
+        assert!(LabelSelector::parse("canary notin (true)")
+            .unwrap()
+            .matches(&web));
         assert!(LabelSelector::parse("app").unwrap().matches(&web));
         assert!(!LabelSelector::parse("!app").unwrap().matches(&web));
-        assert!(LabelSelector::parse("!canary,app in (web),env").unwrap().matches(&web));
-        assert_eq!(LabelSelector::parse("a in (x,y),!b,c").unwrap().requirements().len(), 3);
+        assert!(LabelSelector::parse("!canary,app in (web),env")
+            .unwrap()
+            .matches(&web));
+        assert_eq!(
+            LabelSelector::parse("a in (x,y),!b,c")
+                .unwrap()
+                .requirements()
+                .len(),
+            3
+        );
     }
 
     #[test]
@@ -386,15 +455,28 @@ mod tests {
 
     #[test]
     fn malformed_label_selectors_are_rejected() {
-        for bad in ["app=we b", "=web", "app in web", "app in (a", "bad key=x", "app=-x", "x>y"] {
-            assert!(LabelSelector::parse(bad).is_err(), "{bad:?} should not parse");
+        for bad in [
+            "app=we b",
+            "=web",
+            "app in web",
+            "app in (a",
+            "bad key=x",
+            "app=-x",
+            "x>y",
+        ] {
+            assert!(
+                LabelSelector::parse(bad).is_err(),
+                "{bad:?} should not parse"
+            );
         }
     }
 
     #[test]
     fn prefixed_keys_and_numeric_comparisons_parse() {
         let set = labels(&[("app.kubernetes.io/name", "web"), ("replicas", "3")]);
-        assert!(LabelSelector::parse("app.kubernetes.io/name=web").unwrap().matches(&set));
+        assert!(LabelSelector::parse("app.kubernetes.io/name=web")
+            .unwrap()
+            .matches(&set));
         assert!(LabelSelector::parse("replicas>2").unwrap().matches(&set));
         assert!(!LabelSelector::parse("replicas<3").unwrap().matches(&set));
     }
@@ -414,17 +496,31 @@ mod tests {
             "status.phase" => Some("Running".to_string()),
             _ => None,
         };
-        assert!(FieldSelector::parse("metadata.name=web").unwrap().matches(pod));
-        assert!(FieldSelector::parse("metadata.name==web,status.phase!=Failed").unwrap().matches(pod));
-        assert!(!FieldSelector::parse("status.phase=Pending").unwrap().matches(pod));
-        assert!(FieldSelector::parse("spec.nodeName=").unwrap().matches(pod), "unscheduled pods have an empty nodeName");
-        assert!(!FieldSelector::parse("spec.nodeName!=").unwrap().matches(pod));
+        assert!(FieldSelector::parse("metadata.name=web")
+            .unwrap()
+            .matches(pod));
+        assert!(
+            FieldSelector::parse("metadata.name==web,status.phase!=Failed")
+                .unwrap()
+                .matches(pod)
+        );
+        assert!(!FieldSelector::parse("status.phase=Pending")
+            .unwrap()
+            .matches(pod));
+        assert!(
+            FieldSelector::parse("spec.nodeName=").unwrap().matches(pod),
+            "unscheduled pods have an empty nodeName"
+        );
+        assert!(!FieldSelector::parse("spec.nodeName!=")
+            .unwrap()
+            .matches(pod));
         assert!(FieldSelector::parse("foo").is_err());
     }
 
     #[test]
     fn field_selector_values_may_escape_commas() {
-        let selector = FieldSelector::parse(r"involvedObject.name=a\,b,involvedObject.kind=Pod").unwrap();
+        let selector =
+            FieldSelector::parse(r"involvedObject.name=a\,b,involvedObject.kind=Pod").unwrap();
         assert_eq!(selector.requirements().len(), 2);
         assert_eq!(selector.required_value("involvedObject.name"), Some("a,b"));
     }

@@ -1,2 +1,250 @@
-//! minik-apiserver: placeholder while the crate is being built.
+//! minik-apiserver: the Kubernetes API server of minik — REST and watch over a durable store.
+//!
+//! Kubernetes counterpart: `kube-apiserver` (`k8s.io/apiserver` for the generic machinery,
+//! `pkg/registry` for the per-kind rules) in front of etcd. Every other minik component talks only
+//! to this server, over the same HTTP API kubectl uses, so the paths, verbs, status codes, watch
+//! lines and JSON are Kubernetes' own (`reference/real-clients.md`).
+//!
+//! How a request flows:
+//!
+//! 1. [`server`] accepts the connection (hyper, with a header-read timeout) and hands the request
+//!    to the axum [`router`]. A body over 3 MiB is refused with 413 before any handler runs.
+//! 2. [`handlers`] parses the path into a kind, namespace, name and subresource, then dispatches on
+//!    the verb: get, list, create, update, patch, delete, or a [`watch`] stream.
+//! 3. [`registry`] applies the kind's strategy: system metadata, defaults, validation, pod
+//!    binding, graceful deletion, service cluster IPs.
+//! 4. [`storage`] writes the object under the next global revision (its `resourceVersion`),
+//!    flushes it to disk, then publishes the event that feeds every watch.
+//! 5. The answer is the object as JSON, or a [`table`] of rows when kubectl asks for one.
+//!
+//! Around that: [`discovery`] (`/version`, `/api`, `/apis`, `/api/v1`), [`openapi`] (the stub
+//! `kubectl apply` validation needs) and [`logs`] (the pod log proxy to the kubelet).
+//!
+//! minik simplifies: no authentication, authorization or admission plugins (the namespace
+//! lifecycle and defaulting are built in), no protobuf, one API version per kind, lists served
+//! from current state whatever `resourceVersion` they ask for, strategic merge and server-side
+//! apply reduced to the subset kubectl sends (no field managers, no apply conflicts).
+//!
+//! Read next: `handlers/mod.rs` (routing), `registry/deletion.rs` (graceful delete), `watch.rs`.
+
+pub mod discovery;
+pub mod error;
+pub mod handlers;
+pub mod logs;
+pub mod openapi;
+pub mod registry;
+pub mod server;
 pub mod storage;
+pub mod table;
+pub mod watch;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{any, get};
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower_http::limit::RequestBodyLimitLayer;
+
+pub use error::{Error, Result};
+use storage::Storage;
+
+/// Request bodies above this are refused with 413 (`MaxRequestBodyBytes`, kubernetes-rules A5).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// How the API server runs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Where to listen; must be a loopback address (default `127.0.0.1:6443`).
+    pub listen: SocketAddr,
+    /// The directory of the sled database.
+    pub data_dir: PathBuf,
+    /// How many recent events watches can resume from (older → 410 Expired).
+    pub event_window: usize,
+    /// How often a watch with `allowWatchBookmarks=true` gets a BOOKMARK.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 6443)),
+            data_dir: PathBuf::from("minik-data"),
+            event_window: 10_000,
+            bookmark_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Command-line flags of `minik-apiserver` and `minik apiserver`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Args {
+    /// Address to listen on (loopback only).
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    pub listen: SocketAddr,
+    /// Directory holding the database.
+    #[arg(long, default_value = "minik-data")]
+    pub data_dir: PathBuf,
+    /// Number of recent events kept for watches to resume from.
+    #[arg(long, default_value_t = 10_000)]
+    pub event_window: usize,
+    /// Interval between watch bookmarks (humantime: `60s`, `500ms`).
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub bookmark_interval: Duration,
+}
+
+impl Args {
+    /// The [`Config`] these flags describe.
+    pub fn into_config(self) -> Config {
+        Config {
+            listen: self.listen,
+            data_dir: self.data_dir,
+            event_window: self.event_window,
+            bookmark_interval: self.bookmark_interval.max(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// What every request handler shares.
+pub struct Shared {
+    /// The store: objects, revisions, the event log.
+    pub storage: Arc<dyn Storage>,
+    /// Fired when the server stops; ends every watch stream.
+    pub shutdown: CancellationToken,
+    /// Interval between watch bookmarks.
+    pub bookmark_interval: Duration,
+    /// Held while a Service's cluster IP is chosen and stored, so two creates never pick the same.
+    pub ip_allocation: tokio::sync::Mutex<()>,
+    /// For the pod log proxy to the kubelets.
+    pub http: reqwest::Client,
+}
+
+/// The state handlers receive.
+pub type AppState = Arc<Shared>;
+
+/// minik binds only 127.0.0.0/8 (COMMON.md "Network"), not even IPv6's `::1`.
+fn is_loopback_v4(address: SocketAddr) -> bool {
+    matches!(address.ip(), std::net::IpAddr::V4(ip) if ip.is_loopback())
+}
+
+/// Opens the store in `config.data_dir`, binds `config.listen` and serves until `shutdown`.
+pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
+    if !is_loopback_v4(config.listen) {
+        return Err(Error::NotLoopback(config.listen));
+    }
+    std::fs::create_dir_all(&config.data_dir)?;
+    let storage =
+        storage::sled::SledStorage::open(&config.data_dir.join("sled"), config.event_window)?;
+    let listener = TcpListener::bind(config.listen).await?;
+    tracing::info!(data_dir = %config.data_dir.display(), event_window = config.event_window, "opened storage");
+    let options = ServeOptions {
+        bookmark_interval: config.bookmark_interval,
+        ..ServeOptions::default()
+    };
+    serve_with(listener, Arc::new(storage), options, shutdown).await
+}
+
+/// Tunables of a running server (the defaults are upstream's).
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// Interval between watch bookmarks (60 s).
+    pub bookmark_interval: Duration,
+    /// How long a client may take to send its request headers (30 s, hyper's default).
+    pub header_read_timeout: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            bookmark_interval: Duration::from_secs(60),
+            header_read_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Serves the API on a bound listener until `shutdown` (tests bind `127.0.0.1:0`).
+pub async fn serve(
+    listener: TcpListener,
+    storage: Arc<dyn Storage>,
+    shutdown: CancellationToken,
+) -> Result<()> {
+    serve_with(listener, storage, ServeOptions::default(), shutdown).await
+}
+
+/// Like [`serve`], with explicit [`ServeOptions`].
+pub async fn serve_with(
+    listener: TcpListener,
+    storage: Arc<dyn Storage>,
+    options: ServeOptions,
+    shutdown: CancellationToken,
+) -> Result<()> {
+    let local = listener.local_addr()?;
+    if !is_loopback_v4(local) {
+        return Err(Error::NotLoopback(local));
+    }
+    handlers::bootstrap_namespaces(storage.as_ref()).await?;
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let state = Arc::new(Shared {
+        storage,
+        shutdown: shutdown.clone(),
+        bookmark_interval: options.bookmark_interval,
+        ip_allocation: tokio::sync::Mutex::new(()),
+        http,
+    });
+    server::serve_connections(
+        listener,
+        router(state),
+        options.header_read_timeout,
+        shutdown,
+    )
+    .await?;
+    Ok(())
+}
+
+/// The HTTP routes: health, version and discovery, then every resource path.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(ok))
+        .route("/readyz", get(ok))
+        .route("/livez", get(ok))
+        .route("/version", get(discovery::version))
+        .route("/api", get(discovery::api_versions))
+        .route("/apis", get(discovery::api_groups))
+        .route("/api/v1", get(discovery::core_v1))
+        .route("/apis/{group}/{version}", get(discovery::group_version))
+        .route("/openapi/v3", get(openapi::index))
+        .route("/openapi/v3/{*path}", get(openapi::document))
+        .route("/api/v1/{*rest}", any(handlers::core_resource))
+        .route(
+            "/apis/{group}/{version}/{*rest}",
+            any(handlers::group_resource),
+        )
+        .fallback(not_found)
+        .with_state(state)
+        .layer(DefaultBodyLimit::disable())
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        // Outermost, so it also rewrites the limit layer's own plain-text 413.
+        .layer(axum::middleware::map_response(
+            server::plain_errors_as_status,
+        ))
+}
+
+async fn ok() -> &'static str {
+    "ok"
+}
+
+async fn not_found() -> error::ApiError {
+    minik_api::status::failure(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+    .into()
+}

@@ -1,0 +1,163 @@
+//! `/version` and API discovery: how kubectl learns what this server serves.
+//!
+//! Kubernetes counterpart: `k8s.io/apiserver/pkg/endpoints/discovery/{legacy,root,group,version}.go`
+//! and `pkg/version` (`version.Info`). kubectl asks `/api`, `/apis` and `/api/v1` before any verb,
+//! learns from the `APIResourceList` that `po` means pods and that nodes are cluster-scoped, and
+//! picks its own minor version from `/version` (real-clients.md §1.2, §2). minik serves the legacy
+//! (unaggregated) documents, which every client accepts.
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::Response;
+use minik_api::resource::{ResourceInfo, RESOURCES};
+use minik_api::status;
+use serde_json::{json, Value};
+
+use crate::error::{json_response, ApiError, ApiResult};
+use crate::AppState;
+
+/// The version minik reports: kubectl 1.32 is the reference client.
+pub const GIT_VERSION: &str = "v1.32.0-minik";
+
+/// `GET /version` with every field of `version.Info`.
+pub async fn version() -> Response {
+    let info = json!({
+        "major": "1", "minor": "32", "gitVersion": GIT_VERSION,
+        "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.0 (minik is written in Rust)",
+        "compiler": "rustc", "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+    });
+    json_response(StatusCode::OK, &info)
+}
+
+/// `GET /api`: the core group's versions.
+pub async fn api_versions(headers: HeaderMap) -> Response {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1:6443");
+    let body = json!({
+        "kind": "APIVersions", "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}],
+    });
+    json_response(StatusCode::OK, &body)
+}
+
+/// The named groups minik serves (everything outside core).
+fn named_groups() -> Vec<&'static str> {
+    let mut groups: Vec<&'static str> = RESOURCES
+        .iter()
+        .filter(|r| !r.group().is_empty())
+        .map(|r| r.api_version)
+        .collect();
+    groups.dedup();
+    groups
+}
+
+/// `GET /apis`: the named groups (coordination.k8s.io for Leases).
+pub async fn api_groups() -> Response {
+    let groups: Vec<Value> = named_groups()
+        .into_iter()
+        .filter_map(|gv| gv.split_once('/'))
+        .map(|(group, version)| {
+            let gv = json!({"groupVersion": format!("{group}/{version}"), "version": version});
+            json!({"name": group, "versions": [gv.clone()], "preferredVersion": gv})
+        })
+        .collect();
+    json_response(
+        StatusCode::OK,
+        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),
+    )
+}
+
+const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+fn resource_entry(info: &ResourceInfo) -> Value {
+    let mut entry = json!({
+        "name": info.plural, "singularName": info.singular, "namespaced": info.namespaced,
+        "kind": info.kind, "verbs": ALL_VERBS,
+    });
+    if !info.short_names.is_empty() {
+        entry["shortNames"] = json!(info.short_names);
+    }
+    if matches!(info.kind, "Pod" | "Service") {
+        entry["categories"] = json!(["all"]);
+    }
+    entry
+}
+
+fn subresource_entry(info: &ResourceInfo, sub: &str, kind: &str, verbs: &[&str]) -> Value {
+    json!({"name": format!("{}/{sub}", info.plural), "singularName": "", "namespaced": info.namespaced, "kind": kind, "verbs": verbs})
+}
+
+/// The APIResourceList of one group version.
+pub fn resource_list(group_version: &str) -> Value {
+    let mut resources = Vec::new();
+    for info in RESOURCES.iter().filter(|r| r.api_version == group_version) {
+        resources.push(resource_entry(info));
+        if crate::registry::has_status_subresource(info.kind) {
+            resources.push(subresource_entry(
+                info,
+                "status",
+                info.kind,
+                &["get", "patch", "update"],
+            ));
+        }
+        if info.kind == "Pod" {
+            resources.push(subresource_entry(info, "binding", "Binding", &["create"]));
+            resources.push(subresource_entry(info, "log", "Pod", &["get"]));
+        }
+    }
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources})
+}
+
+/// `GET /api/v1`.
+pub async fn core_v1() -> Response {
+    json_response(StatusCode::OK, &resource_list("v1"))
+}
+
+/// `GET /apis/{group}/{version}`.
+pub async fn group_version(
+    State(_state): State<AppState>,
+    Path((group, version)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let group_version = format!("{group}/{version}");
+    if !named_groups().contains(&group_version.as_str()) {
+        return Err(ApiError::from(status::failure(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )));
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        &resource_list(&group_version),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_resource_list_names_short_names_and_categories() {
+        let list = resource_list("v1");
+        let resources = list["resources"].as_array().unwrap();
+        let pods = resources.iter().find(|r| r["name"] == "pods").unwrap();
+        assert_eq!(pods["shortNames"], json!(["po"]));
+        assert_eq!(pods["categories"], json!(["all"]));
+        assert!(resources.iter().any(|r| r["name"] == "pods/binding"));
+        let nodes = resources.iter().find(|r| r["name"] == "nodes").unwrap();
+        assert_eq!(nodes["namespaced"], false);
+        assert!(resources.iter().all(|r| r["name"] != "leases"));
+    }
+}

@@ -1,0 +1,275 @@
+//! Writes: create (POST), update (PUT), patch (PATCH) and the pod binding subresource.
+//!
+//! Kubernetes counterpart: `k8s.io/apiserver/pkg/endpoints/handlers/{create,update,patch}.go` and
+//! the generic store's `Create` / `Update` (`pkg/registry/generic/registry/store.go`), whose heart
+//! is etcd3's `GuaranteedUpdate`: read the object, compute the new state, compare-and-swap on the
+//! revision read, retry on conflict. A client that sends a `resourceVersion` gets a 409 Conflict
+//! instead of a retry when someone else wrote first (optimistic concurrency, kubernetes-rules A2).
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use minik_api::{status, ResourceInfo};
+use serde_json::{json, Value};
+use tracing::info;
+
+use super::request::{body_format, decode_object};
+use super::{namespaces, object_response, storage_key, ApiRequest, Target};
+use crate::error::{json_response, ApiError, ApiResult};
+use crate::registry::fields::{self, FieldValidation};
+use crate::registry::patch::PatchType;
+use crate::registry::{self, meta, pods, services};
+use crate::storage;
+use crate::AppState;
+
+/// How many times a write without a client `resourceVersion` is retried after a conflict.
+const MAX_ATTEMPTS: usize = 8;
+
+/// `POST …/{plural}`.
+pub async fn create(state: &AppState, request: &ApiRequest) -> ApiResult<Response> {
+    let target = &request.target;
+    if target.info.namespaced && target.namespace.is_none() {
+        return Err(status::method_not_allowed(
+            "create is not supported on the cluster-wide path; use /namespaces/{namespace}/…",
+        )
+        .into());
+    }
+    let body = decode_object(&request.body, body_format(request.content_type())?)?;
+    let warnings = fields::check(
+        FieldValidation::from_params(&request.params)?,
+        target.info.kind,
+        &body,
+    )?;
+    let response = create_object(
+        state,
+        target.info,
+        target.namespace.as_deref(),
+        body,
+        request.params.dry_run(),
+    )
+    .await?;
+    Ok(fields::with_warnings(response, &warnings))
+}
+
+/// Stores a new object after the registry prepared it (201 with the stored object).
+async fn create_object(
+    state: &AppState,
+    info: &'static ResourceInfo,
+    namespace: Option<&str>,
+    body: Value,
+    dry_run: bool,
+) -> ApiResult<Response> {
+    let namespace = namespace.filter(|_| info.namespaced);
+    if let Some(namespace) = namespace {
+        namespaces::require_active(state, namespace)?;
+    }
+    // Services: choosing a cluster IP and storing it happen under one lock (see registry/services.rs).
+    let _allocation = if info.kind == "Service" {
+        Some(state.ip_allocation.lock().await)
+    } else {
+        None
+    };
+    let used = if info.kind == "Service" {
+        let (records, _) = state
+            .storage
+            .list("/registry/services/")
+            .map_err(|e| ApiError::from_storage(e, "services", ""))?;
+        services::used_ips(&records)
+    } else {
+        BTreeSet::new()
+    };
+    let object = registry::prepare_create(info, body, namespace, &used)?;
+    let name = meta::meta_str(&object, "name").unwrap_or("").to_string();
+    if dry_run {
+        return Ok(object_response(StatusCode::CREATED, &object));
+    }
+    let key = storage_key(info, namespace, &name);
+    let record = state
+        .storage
+        .create(&key, object)
+        .await
+        .map_err(|e| ApiError::from_storage(e, info.plural, &name))?;
+    info!(kind = info.kind, key = %key, revision = record.revision, "created object");
+    Ok(object_response(StatusCode::CREATED, &record.value))
+}
+
+/// `PUT …/{plural}/{name}` (and `…/status`).
+pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Response> {
+    let body = decode_object(&request.body, body_format(request.content_type())?)?;
+    let target = &request.target;
+    let warnings = fields::check(
+        FieldValidation::from_params(&request.params)?,
+        target.info.kind,
+        &body,
+    )?;
+    // Like upstream's endpoints, events and leases (`AllowCreateOnUpdate`), a PUT may create them.
+    if matches!(target.info.kind, "Endpoints" | "Event" | "Lease") && target.subresource.is_none() {
+        let missing = state
+            .storage
+            .get(&target.key())
+            .map_err(|e| ApiError::from_storage(e, target.info.plural, target.name()))?
+            .is_none();
+        if missing {
+            let mut body = body;
+            meta::meta_mut(&mut body)?
+                .insert("name".into(), Value::String(target.name().to_string()));
+            let response = create_object(
+                state,
+                target.info,
+                target.namespace.as_deref(),
+                body,
+                request.params.dry_run(),
+            )
+            .await?;
+            return Ok(fields::with_warnings(response, &warnings));
+        }
+    }
+    let precondition = meta::resource_version(&body)?;
+    let sub = target.subresource.as_deref();
+    let response = guaranteed_update(
+        state,
+        target,
+        precondition,
+        request.params.dry_run(),
+        |stored| registry::prepare_update(target.info, body.clone(), stored, target.name(), sub),
+    )
+    .await?;
+    Ok(fields::with_warnings(response, &warnings))
+}
+
+/// `PATCH …/{plural}/{name}` (and `…/status`); server-side apply creates a missing object.
+pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response> {
+    let patch_type = PatchType::from_content_type(request.content_type())?;
+    let patch = patch_type.decode_body(&request.body)?;
+    let target = &request.target;
+    let mode = FieldValidation::from_params(&request.params)?;
+    let exists = state
+        .storage
+        .get(&target.key())
+        .map_err(|e| ApiError::from_storage(e, target.info.plural, target.name()))?;
+    if exists.is_none() && patch_type == PatchType::Apply && target.subresource.is_none() {
+        let mut body = patch;
+        meta::meta_mut(&mut body)?.insert("name".into(), Value::String(target.name().to_string()));
+        let warnings = fields::check(mode, target.info.kind, &body)?;
+        let response = create_object(
+            state,
+            target.info,
+            target.namespace.as_deref(),
+            body,
+            request.params.dry_run(),
+        )
+        .await?;
+        return Ok(fields::with_warnings(response, &warnings));
+    }
+    let precondition = if patch_type == PatchType::Json {
+        None
+    } else {
+        meta::resource_version(&patch).ok().flatten()
+    };
+    let sub = target.subresource.as_deref();
+    let warnings = Mutex::new(Vec::new());
+    let response = guaranteed_update(
+        state,
+        target,
+        precondition,
+        request.params.dry_run(),
+        |stored| {
+            let patched = registry::patch::apply(patch_type, stored, &patch)?;
+            let found = fields::check(mode, target.info.kind, &patched)?;
+            *warnings.lock().unwrap_or_else(|p| p.into_inner()) = found;
+            registry::prepare_update(target.info, patched, stored, target.name(), sub)
+        },
+    )
+    .await?;
+    let warnings = warnings.into_inner().unwrap_or_else(|p| p.into_inner());
+    Ok(fields::with_warnings(response, &warnings))
+}
+
+/// `POST …/pods/{name}/binding`: the scheduler's decision, written once (kubernetes-rules S1).
+pub async fn bind(state: &AppState, request: &ApiRequest) -> ApiResult<Response> {
+    let body = decode_object(&request.body, body_format(request.content_type())?)?;
+    let target = &request.target;
+    let binding = pods::decode_binding(body, target.name())?;
+    let node = binding.target.name.clone().unwrap_or_default();
+    guaranteed_update(state, target, None, request.params.dry_run(), |stored| {
+        pods::bind(stored, &binding)
+    })
+    .await?;
+    info!(pod = %format!("{}/{}", target.namespace.as_deref().unwrap_or(""), target.name()), node = %node, "bound pod");
+    let success = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+    Ok(json_response(StatusCode::CREATED, &success))
+}
+
+/// Read, transform, compare-and-swap; retried on conflict unless the client pinned a revision.
+/// A write that changes nothing is not stored (no new revision), as etcd3's `GuaranteedUpdate`.
+async fn guaranteed_update(
+    state: &AppState,
+    target: &Target,
+    precondition: Option<u64>,
+    dry_run: bool,
+    transform: impl Fn(&Value) -> ApiResult<Value>,
+) -> ApiResult<Response> {
+    let (plural, name, key) = (target.info.plural, target.name(), target.key());
+    let storage_error = |e| ApiError::from_storage(e, plural, name);
+    for _ in 0..MAX_ATTEMPTS {
+        let stored = state
+            .storage
+            .get(&key)
+            .map_err(storage_error)?
+            .ok_or_else(|| ApiError::from(status::not_found(plural, name)))?;
+        if precondition.is_some_and(|rv| rv != stored.revision) {
+            return Err(storage_error(storage::Error::Conflict {
+                key,
+                expected: precondition.unwrap_or(0),
+                actual: stored.revision,
+            }));
+        }
+        let mut object = transform(&stored.value)?;
+        meta::meta_mut(&mut object)?.insert(
+            "resourceVersion".into(),
+            Value::String(stored.revision.to_string()),
+        );
+        if object == *stored.value {
+            return Ok(object_response(StatusCode::OK, &stored.value));
+        }
+        if dry_run {
+            return Ok(object_response(StatusCode::OK, &object));
+        }
+        match state
+            .storage
+            .update(&key, object, Some(stored.revision))
+            .await
+        {
+            Ok(record) => {
+                info!(kind = target.info.kind, key = %key, revision = record.revision, "updated object");
+                if meta::should_delete_during_update(&record.value) {
+                    let deleted = state
+                        .storage
+                        .delete(&key, Some(record.revision))
+                        .await
+                        .map_err(storage_error)?;
+                    info!(kind = target.info.kind, key = %key, "deleted object after its finalizers were removed");
+                    if let Some(namespace) = target
+                        .namespace
+                        .as_deref()
+                        .filter(|_| target.info.namespaced)
+                    {
+                        namespaces::finish_if_empty(state, namespace).await?;
+                    }
+                    return Ok(object_response(StatusCode::OK, &deleted.value));
+                }
+                return Ok(object_response(StatusCode::OK, &record.value));
+            }
+            Err(storage::Error::Conflict { .. }) if precondition.is_none() => continue,
+            Err(e) => return Err(storage_error(e)),
+        }
+    }
+    Err(status::conflict(
+        plural,
+        name,
+        "the object is being modified too often; please retry",
+    )
+    .into())
+}

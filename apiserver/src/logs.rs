@@ -1,0 +1,135 @@
+//! `GET …/pods/{name}/log`: the apiserver proxies a container's log from the pod's kubelet.
+//!
+//! Kubernetes counterpart: `pkg/registry/core/pod/rest/log.go` (`LogREST`) and
+//! `pkg/registry/core/pod/strategy.go` (`LogLocation`): resolve the container, find the node's
+//! kubelet from `node.status.daemonEndpoints.kubeletEndpoint.Port`, and stream
+//! `GET /containerLogs/{ns}/{pod}/{container}` back to the client (kubectl `logs -f` keeps reading
+//! until the stream ends). minik's kubelet listens on 127.0.0.1 (COMMON.md).
+
+use axum::body::Body;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use minik_api::core::{Node, Pod};
+use minik_api::status;
+
+use crate::error::{ApiError, ApiResult};
+use crate::handlers::{storage_key, ApiRequest};
+use crate::registry::typed;
+use crate::AppState;
+
+/// Query parameters forwarded to the kubelet.
+const FORWARDED: &[&str] = &[
+    "follow",
+    "tailLines",
+    "previous",
+    "timestamps",
+    "sinceSeconds",
+    "sinceTime",
+    "limitBytes",
+];
+
+/// Which container a log request means: the `container` parameter, or the only one.
+pub fn resolve_container(pod: &Pod, requested: Option<&str>) -> ApiResult<String> {
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let spec = pod.spec.clone().unwrap_or_default();
+    let names: Vec<String> = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(&spec.containers)
+        .map(|c| c.name.clone())
+        .collect();
+    match requested.filter(|c| !c.is_empty()) {
+        Some(container) if names.iter().any(|n| n == container) => Ok(container.to_string()),
+        Some(container) => Err(ApiError::bad_request(format!(
+            "container {container} is not valid for pod {name}"
+        ))),
+        None if spec.containers.len() == 1 => Ok(spec.containers[0].name.clone()),
+        None => {
+            let list: Vec<&str> = spec.containers.iter().map(|c| c.name.as_str()).collect();
+            Err(ApiError::bad_request(format!(
+                "a container name must be specified for pod {name}, choose one of: [{}]",
+                list.join(" ")
+            )))
+        }
+    }
+}
+
+/// Proxies the log of one container.
+pub async fn pod_logs(state: &AppState, request: &ApiRequest) -> ApiResult<Response> {
+    let target = &request.target;
+    let (namespace, name) = (
+        target.namespace.as_deref().unwrap_or("default"),
+        target.name(),
+    );
+    let record = state
+        .storage
+        .get(&target.key())
+        .map_err(|e| ApiError::from_storage(e, "pods", name))?
+        .ok_or_else(|| ApiError::from(status::not_found("pods", name)))?;
+    let pod: Pod = typed((*record.value).clone(), "Pod")?;
+    let container = resolve_container(&pod, request.params.get("container"))?;
+    let node_name = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .unwrap_or_default();
+    if node_name.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "pod {name} does not have a host assigned"
+        )));
+    }
+    let node_key = storage_key(
+        minik_api::resource::by_plural("", "nodes").expect("nodes are served"),
+        None,
+        &node_name,
+    );
+    let node = state
+        .storage
+        .get(&node_key)
+        .map_err(|e| ApiError::from_storage(e, "nodes", &node_name))?
+        .ok_or_else(|| ApiError::from(status::not_found("nodes", &node_name)))?;
+    let node: Node = typed((*node.value).clone(), "Node")?;
+    let port = node
+        .status
+        .and_then(|s| s.daemon_endpoints)
+        .and_then(|d| d.kubelet_endpoint)
+        .map(|e| e.port)
+        .filter(|p| *p > 0)
+        .ok_or_else(|| {
+            ApiError::bad_request(format!("node {node_name} reports no kubelet port"))
+        })?;
+    let query: Vec<(&str, &str)> = FORWARDED
+        .iter()
+        .filter_map(|k| request.params.get(k).map(|v| (*k, v)))
+        .collect();
+    let url = format!("http://127.0.0.1:{port}/containerLogs/{namespace}/{name}/{container}");
+    let upstream = state
+        .http
+        .get(&url)
+        .query(&query)
+        .send()
+        .await
+        .map_err(|e| {
+            ApiError::from(status::failure(
+                502,
+                "InternalError",
+                format!("failed to reach the kubelet of {node_name}: {e}"),
+            ))
+        })?;
+    let code = StatusCode::from_u16(upstream.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    if !code.is_success() {
+        let text = upstream.text().await.unwrap_or_default();
+        return Err(status::failure(code.as_u16(), "BadRequest", text.trim().to_string()).into());
+    }
+    // `logs -f` streams until the kubelet ends it, or until this server shuts down.
+    let stream = upstream
+        .bytes_stream()
+        .take_until(state.shutdown.clone().cancelled_owned());
+    let mut response = (code, Body::from_stream(stream)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    Ok(response)
+}

@@ -1,0 +1,152 @@
+//! The registry: per-kind rules applied to every write before it reaches storage.
+//!
+//! Kubernetes counterpart: `pkg/registry/*` (one "strategy" per kind: `PrepareForCreate`,
+//! `PrepareForUpdate`, `Validate`, `ValidateUpdate`, `CheckGracefulDelete`) driven by the generic
+//! store in `k8s.io/apiserver/pkg/registry/generic/registry/store.go`. minik's generic part is
+//! [`prepare_create`] / [`prepare_update`] here and [`meta`]; the kind-specific parts are
+//! [`pods`] (defaults, validation, immutability, binding), [`services`] (clusterIP allocation) and
+//! [`deletion`] (graceful delete). Every object is round-tripped through its typed k8s-openapi
+//! struct, so what is stored is exactly Kubernetes' JSON shape (unknown fields are dropped, as
+//! upstream does without `fieldValidation=Strict`).
+
+pub mod deletion;
+pub mod fields;
+pub mod meta;
+pub mod patch;
+pub mod pods;
+pub mod services;
+
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
+
+use minik_api::core::{Endpoints, Event, Namespace, Node};
+use minik_api::k8s_openapi::api::coordination::v1::Lease;
+use minik_api::validation::{validate_name, NameRule};
+use minik_api::{status, ResourceInfo};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+
+/// Kinds whose `status` is written only through the `/status` subresource.
+pub fn has_status_subresource(kind: &str) -> bool {
+    matches!(kind, "Pod" | "Service" | "Node" | "Namespace")
+}
+
+/// Decodes JSON into a typed object; a shape error (a string where a number belongs …) is a 400.
+pub fn typed<K: DeserializeOwned>(value: Value, kind: &str) -> ApiResult<K> {
+    serde_json::from_value(value).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{kind} in version \"v1\" cannot be handled as a {kind}: {e}"
+        ))
+    })
+}
+
+/// Encodes a typed object back to JSON.
+pub fn untyped<K: Serialize>(object: &K) -> ApiResult<Value> {
+    serde_json::to_value(object)
+        .map_err(|e| status::internal(format!("encoding failed: {e}")).into())
+}
+
+fn round_trip<K: DeserializeOwned + Serialize>(value: Value, kind: &str) -> ApiResult<Value> {
+    untyped(&typed::<K>(value, kind)?)
+}
+
+/// Normalises an object of a kind without a strategy of its own.
+fn normalize(value: Value, kind: &str) -> ApiResult<Value> {
+    match kind {
+        "Endpoints" => round_trip::<Endpoints>(value, kind),
+        "Event" => round_trip::<Event>(value, kind),
+        "Node" => round_trip::<Node>(value, kind),
+        "Lease" => round_trip::<Lease>(value, kind),
+        "Namespace" => {
+            let mut namespace: Namespace = typed(value, kind)?;
+            namespace
+                .status
+                .get_or_insert_with(Default::default)
+                .phase
+                .get_or_insert_with(|| "Active".into());
+            untyped(&namespace)
+        }
+        _ => Ok(value),
+    }
+}
+
+fn check_name(object: &Value, kind: &str) -> ApiResult<()> {
+    let name = meta::meta_str(object, "name").unwrap_or("");
+    let causes = validate_name(name, NameRule::for_kind(kind));
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(status::invalid(kind, name, causes).into())
+    }
+}
+
+/// Everything a create goes through: type and system metadata, the kind's defaults and
+/// validation. `used_ips` are the cluster IPs taken (only read for Services).
+pub fn prepare_create(
+    info: &ResourceInfo,
+    mut object: Value,
+    namespace: Option<&str>,
+    used_ips: &BTreeSet<Ipv4Addr>,
+) -> ApiResult<Value> {
+    meta::set_type_meta(&mut object, info.api_version, info.kind)?;
+    meta::prepare_create(&mut object, namespace)?;
+    check_name(&object, info.kind)?;
+    match info.kind {
+        "Pod" => pods::prepare_create(object),
+        "Service" => services::prepare_create(object, used_ips),
+        kind => normalize(object, kind),
+    }
+}
+
+/// Everything an update (PUT or PATCH) goes through. `subresource` is `Some("status")` for a
+/// status write, which may change only `status`; a main write keeps the stored `status`.
+pub fn prepare_update(
+    info: &ResourceInfo,
+    mut object: Value,
+    old: &Value,
+    name: &str,
+    subresource: Option<&str>,
+) -> ApiResult<Value> {
+    meta::set_type_meta(&mut object, info.api_version, info.kind)?;
+    meta::prepare_update(&mut object, old, name, info.plural)?;
+    if subresource == Some("status") {
+        let mut merged = old.clone();
+        merged["status"] = object.get("status").cloned().unwrap_or(Value::Null);
+        object = merged;
+    } else if has_status_subresource(info.kind) {
+        match old.get("status") {
+            Some(status) => object["status"] = status.clone(),
+            None => {
+                object.as_object_mut().map(|o| o.remove("status"));
+            }
+        }
+    }
+    let mut object = match info.kind {
+        "Pod" => pods::prepare_update(object, old)?,
+        "Service" => services::prepare_update(object, old)?,
+        kind => normalize(object, kind)?,
+    };
+    bump_generation(&mut object, old);
+    Ok(object)
+}
+
+/// `metadata.generation` counts changes of the desired state (`spec`), not of status or metadata.
+fn bump_generation(object: &mut Value, old: &Value) {
+    let old_generation = old
+        .get("metadata")
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let changed = object.get("spec") != old.get("spec");
+    let generation = if changed {
+        old_generation + 1
+    } else {
+        old_generation
+    };
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("generation".into(), Value::from(generation));
+    }
+}

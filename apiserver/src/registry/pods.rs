@@ -1,0 +1,132 @@
+//! The pod strategy: defaults, validation, update immutability and binding.
+//!
+//! Kubernetes counterpart: `pkg/registry/core/pod/strategy.go` (`PrepareForCreate` resets the
+//! status to Pending, `PrepareForUpdate`, `Validate` / `ValidateUpdate`) and
+//! `pkg/registry/core/pod/storage/storage.go` (`BindingREST.assignPod`: the scheduler's POST of a
+//! Binding sets `spec.nodeName` once and marks the pod `PodScheduled`).
+
+use minik_api::core::{Binding, Pod, PodCondition};
+use minik_api::defaults::{default_pod, initial_pod_status};
+use minik_api::status;
+use minik_api::validation::{validate_pod, validate_pod_update};
+use serde_json::Value;
+
+use super::{typed, untyped};
+use crate::error::{ApiError, ApiResult};
+
+fn name_of(pod: &Pod) -> String {
+    pod.metadata.name.clone().unwrap_or_default()
+}
+
+/// A new pod: defaults, a fresh `Pending` status (whatever the client sent), then validation.
+pub fn prepare_create(object: Value) -> ApiResult<Value> {
+    let mut pod: Pod = typed(object, "Pod")?;
+    default_pod(&mut pod);
+    pod.status = None;
+    initial_pod_status(&mut pod);
+    let causes = validate_pod(&pod);
+    if !causes.is_empty() {
+        return Err(status::invalid("Pod", &name_of(&pod), causes).into());
+    }
+    untyped(&pod)
+}
+
+/// An updated pod: defaults, then `ValidatePodUpdate` against the stored pod (kubernetes-rules A4).
+pub fn prepare_update(object: Value, old: &Value) -> ApiResult<Value> {
+    let mut pod: Pod = typed(object, "Pod")?;
+    let old: Pod = typed(old.clone(), "Pod")?;
+    default_pod(&mut pod);
+    let causes = validate_pod_update(&pod, &old);
+    if !causes.is_empty() {
+        return Err(status::invalid("Pod", &name_of(&pod), causes).into());
+    }
+    untyped(&pod)
+}
+
+/// `assignPod`: the node a Binding names, written into a stored pod. A pod already bound, or
+/// being deleted, is a 409 Conflict.
+pub fn bind(stored: &Value, binding: &Binding) -> ApiResult<Value> {
+    let mut pod: Pod = typed(stored.clone(), "Pod")?;
+    let name = name_of(&pod);
+    let node = binding.target.name.clone().unwrap_or_default();
+    if node.is_empty() {
+        let cause = status::cause("target.name", "FieldValueRequired", "Required value");
+        return Err(status::invalid("Binding", &name, vec![cause]).into());
+    }
+    if pod.metadata.deletion_timestamp.is_some() {
+        return Err(status::conflict(
+            "pods/binding",
+            &name,
+            &format!("pod {name} is being deleted, cannot be assigned to a host"),
+        )
+        .into());
+    }
+    let spec = pod.spec.get_or_insert_with(Default::default);
+    if let Some(current) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+        let why = format!("pod {name} is already assigned to node \"{current}\"");
+        return Err(status::conflict("pods/binding", &name, &why).into());
+    }
+    spec.node_name = Some(node);
+    let status = pod.status.get_or_insert_with(Default::default);
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    conditions.retain(|c| c.type_ != "PodScheduled");
+    conditions.push(PodCondition {
+        type_: "PodScheduled".into(),
+        status: "True".into(),
+        last_transition_time: Some(minik_api::now()),
+        ..PodCondition::default()
+    });
+    untyped(&pod)
+}
+
+/// Decodes a Binding body; its name must be the pod's.
+pub fn decode_binding(body: Value, pod_name: &str) -> ApiResult<Binding> {
+    let binding: Binding = typed(body, "Binding")?;
+    match binding.metadata.name.as_deref() {
+        Some(name) if !name.is_empty() && name != pod_name => Err(ApiError::bad_request(format!(
+            "the name of the binding ({name}) does not match the name of the pod ({pod_name})"
+        ))),
+        _ => Ok(binding),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod() -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+               "status": {"phase": "Running"}})
+    }
+
+    #[test]
+    fn create_defaults_and_resets_status() {
+        let created = prepare_create(pod()).unwrap();
+        assert_eq!(created["spec"]["terminationGracePeriodSeconds"], 30);
+        assert_eq!(created["status"]["phase"], "Pending");
+    }
+
+    #[test]
+    fn create_without_image_is_invalid() {
+        let mut bad = pod();
+        bad["spec"]["containers"][0]["image"] = json!("");
+        assert_eq!(prepare_create(bad).unwrap_err().code(), 422);
+    }
+
+    #[test]
+    fn binding_sets_node_once() {
+        let binding = Binding {
+            target: minik_api::core::ObjectReference {
+                name: Some("node-1".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let bound = bind(&prepare_create(pod()).unwrap(), &binding).unwrap();
+        assert_eq!(bound["spec"]["nodeName"], "node-1");
+        assert_eq!(bound["status"]["conditions"][0]["type"], "PodScheduled");
+        assert_eq!(bind(&bound, &binding).unwrap_err().code(), 409);
+    }
+}

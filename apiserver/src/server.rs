@@ -1,0 +1,116 @@
+//! The HTTP serving loop: accept, serve each connection with hyper, drain on shutdown.
+//!
+//! Kubernetes counterpart: `k8s.io/apiserver/pkg/server/secure_serving.go` (Go's `http.Server`
+//! with `ReadHeaderTimeout`, and a graceful drain when the stop channel closes).
+//!
+//! `axum::serve` would do, but it offers no header-read timeout, and hyper silently disables its
+//! own when no timer is configured (crates.md §2.6: a client sending half a request would hold its
+//! socket forever). So connections are served here with an explicit timer and timeout. On shutdown
+//! each connection is asked to finish gracefully; watch streams end on the same token, so the
+//! drain completes.
+
+use std::time::Duration;
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use minik_api::status;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, info, warn};
+
+use crate::error::ApiError;
+
+/// How long shutdown waits for in-flight requests before giving up on them.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Accepts connections until `shutdown`, then waits (bounded) for the open ones to finish.
+pub async fn serve_connections(
+    listener: TcpListener,
+    app: Router,
+    header_read_timeout: Duration,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let connections = TaskTracker::new();
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        let shutdown = shutdown.clone();
+        connections.spawn(async move {
+            let mut builder = http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_read_timeout);
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            let result = tokio::select! {
+                result = connection.as_mut() => result,
+                _ = shutdown.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(e) = result {
+                debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    connections.close();
+    if tokio::time::timeout(DRAIN_TIMEOUT, connections.wait())
+        .await
+        .is_err()
+    {
+        warn!(
+            open = connections.len(),
+            "connections still open after the drain timeout"
+        );
+    }
+    info!("apiserver stopped");
+    Ok(())
+}
+
+/// Turns the plain-text errors produced outside the handlers (413 from the body limit, 405 from a
+/// route, a rejected extractor) into `Status` bodies, which every client expects.
+pub async fn plain_errors_as_status(response: Response) -> Response {
+    let code = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/json"));
+    if code.as_u16() < 400 || is_json {
+        return response;
+    }
+    let status = match code {
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            status::too_large("Request entity too large: limit is 3145728")
+        }
+        StatusCode::METHOD_NOT_ALLOWED => status::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ),
+        StatusCode::NOT_FOUND => status::failure(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => status::unsupported_media_type(""),
+        code if code.is_client_error() => status::bad_request(format!("bad request ({code})")),
+        code => status::internal(format!("internal error ({code})")),
+    };
+    ApiError::from(status).into_response()
+}
