@@ -33,14 +33,22 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::params::{query_string, DeleteParams, ListParams, LogParams, Patch};
 
-/// What `Api<K>` needs of an object type; every k8s-openapi top-level kind qualifies.
+/// What `Api<K>` needs of an object type; every k8s-openapi top-level kind qualifies. Listing
+/// (and so the watcher) also needs `k8s_openapi::ListableResource`, which they all implement.
 pub trait Object:
-    Resource + ListableResource + Metadata<Ty = ObjectMeta> + Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static
+    Resource + Metadata<Ty = ObjectMeta> + Clone + Serialize + DeserializeOwned + Send + Sync + 'static
 {
 }
 
 impl<K> Object for K where
-    K: Resource + ListableResource + Metadata<Ty = ObjectMeta> + Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static
+    K: Resource
+        + Metadata<Ty = ObjectMeta>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static
 {
 }
 
@@ -54,25 +62,39 @@ pub struct Api<K> {
 
 impl<K> Clone for Api<K> {
     fn clone(&self) -> Self {
-        Api { client: self.client.clone(), namespace: self.namespace.clone(), kind: PhantomData }
+        Api {
+            client: self.client.clone(),
+            namespace: self.namespace.clone(),
+            kind: PhantomData,
+        }
     }
 }
 
 impl<K> Debug for Api<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Api").field("namespace", &self.namespace).finish()
+        f.debug_struct("Api")
+            .field("namespace", &self.namespace)
+            .finish()
     }
 }
 
 impl<K: Object> Api<K> {
     /// Objects of a namespaced kind in `namespace`.
     pub fn namespaced(client: Client, namespace: &str) -> Self {
-        Api { client, namespace: Some(namespace.to_string()), kind: PhantomData }
+        Api {
+            client,
+            namespace: Some(namespace.to_string()),
+            kind: PhantomData,
+        }
     }
 
     /// A cluster-scoped kind (nodes), or a namespaced kind across every namespace (list and watch).
     pub fn all(client: Client) -> Self {
-        Api { client, namespace: None, kind: PhantomData }
+        Api {
+            client,
+            namespace: None,
+            kind: PhantomData,
+        }
     }
 
     /// The client this Api sends through.
@@ -94,7 +116,10 @@ impl<K: Object> Api<K> {
         };
         let namespaced = TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>();
         match (&self.namespace, namespaced) {
-            (Some(namespace), true) => format!("{group_version}/namespaces/{namespace}/{}", K::URL_PATH_SEGMENT),
+            (Some(namespace), true) => format!(
+                "{group_version}/namespaces/{namespace}/{}",
+                K::URL_PATH_SEGMENT
+            ),
             _ => format!("{group_version}/{}", K::URL_PATH_SEGMENT),
         }
     }
@@ -106,7 +131,9 @@ impl<K: Object> Api<K> {
 
     /// Reads one object; 404 is `Err(Error::Api)` with `is_not_found()`.
     pub async fn get(&self, name: &str) -> Result<K> {
-        self.client.send_json(self.client.request(Method::GET, &self.object_path(name))).await
+        self.client
+            .send_json(self.client.request(Method::GET, &self.object_path(name)))
+            .await
     }
 
     /// Reads one object; 404 is `Ok(None)`.
@@ -118,28 +145,30 @@ impl<K: Object> Api<K> {
         }
     }
 
-    /// Lists the objects matching `lp`; `metadata.resourceVersion` of the list is where a watch resumes.
-    pub async fn list(&self, lp: &ListParams) -> Result<k8s_openapi::List<K>> {
-        let path = format!("{}{}", self.collection_path(), query_string(&lp.list_query()));
-        self.client.send_json(self.client.request(Method::GET, &path)).await
-    }
-
     /// Creates the object (POST to the collection).
     pub async fn create(&self, object: &K) -> Result<K> {
-        let request = self.client.request(Method::POST, &self.collection_path()).json(object);
+        let request = self
+            .client
+            .request(Method::POST, &self.collection_path())
+            .json(object);
         self.client.send_json(request).await
     }
 
     /// Replaces the object (PUT); its `metadata.resourceVersion` must be the stored one, or 409 Conflict.
     pub async fn replace(&self, name: &str, object: &K) -> Result<K> {
-        let request = self.client.request(Method::PUT, &self.object_path(name)).json(object);
+        let request = self
+            .client
+            .request(Method::PUT, &self.object_path(name))
+            .json(object);
         self.client.send_json(request).await
     }
 
     /// Replaces the object's `status` (PUT `{name}/status`); the spec is left as stored.
     pub async fn replace_status(&self, name: &str, object: &K) -> Result<K> {
         let path = format!("{}/status", self.object_path(name));
-        self.client.send_json(self.client.request(Method::PUT, &path).json(object)).await
+        self.client
+            .send_json(self.client.request(Method::PUT, &path).json(object))
+            .await
     }
 
     /// Patches the object.
@@ -149,7 +178,8 @@ impl<K: Object> Api<K> {
 
     /// Patches the object's `status` subresource.
     pub async fn patch_status(&self, name: &str, patch: &Patch) -> Result<K> {
-        self.send_patch(format!("{}/status", self.object_path(name)), patch).await
+        self.send_patch(format!("{}/status", self.object_path(name)), patch)
+            .await
     }
 
     async fn send_patch(&self, path: String, patch: &Patch) -> Result<K> {
@@ -165,7 +195,10 @@ impl<K: Object> Api<K> {
     /// Deletes the object. A pod with a grace period comes back with its `deletionTimestamp` set
     /// (`Some(pod)`); an object removed at once comes back as its last state, or as a `Status` (`None`).
     pub async fn delete(&self, name: &str, dp: &DeleteParams) -> Result<Option<K>> {
-        let request = self.client.request(Method::DELETE, &self.object_path(name)).json(&dp.body());
+        let request = self
+            .client
+            .request(Method::DELETE, &self.object_path(name))
+            .json(&dp.body());
         let answer: Value = self.client.send_json(request).await?;
         if answer.get("kind").and_then(Value::as_str) == Some("Status") {
             return Ok(None);
@@ -175,9 +208,31 @@ impl<K: Object> Api<K> {
 
     /// Opens a watch after `resource_version` (empty or `"0"`: the current objects arrive first as
     /// ADDED). The stream ends when the server ends it (`timeoutSeconds`) or the connection drops.
-    pub async fn watch(&self, lp: &ListParams, resource_version: &str) -> Result<BoxStream<'static, Result<WatchEvent<K>>>> {
-        let path = format!("{}{}", self.collection_path(), query_string(&lp.watch_query(resource_version)));
+    pub async fn watch(
+        &self,
+        lp: &ListParams,
+        resource_version: &str,
+    ) -> Result<BoxStream<'static, Result<WatchEvent<K>>>> {
+        let path = format!(
+            "{}{}",
+            self.collection_path(),
+            query_string(&lp.watch_query(resource_version))
+        );
         self.client.watch_raw(&path).await
+    }
+}
+
+impl<K: Object + ListableResource> Api<K> {
+    /// Lists the objects matching `lp`; `metadata.resourceVersion` of the list is where a watch resumes.
+    pub async fn list(&self, lp: &ListParams) -> Result<k8s_openapi::List<K>> {
+        let path = format!(
+            "{}{}",
+            self.collection_path(),
+            query_string(&lp.list_query())
+        );
+        self.client
+            .send_json(self.client.request(Method::GET, &path))
+            .await
     }
 }
 
@@ -185,7 +240,11 @@ impl Api<Pod> {
     /// Assigns the pod to a node: POST `pods/{name}/binding` (409 if it is already bound).
     pub async fn bind(&self, pod_name: &str, node_name: &str) -> Result<()> {
         let binding = Binding {
-            metadata: ObjectMeta { name: Some(pod_name.to_string()), namespace: self.namespace.clone(), ..ObjectMeta::default() },
+            metadata: ObjectMeta {
+                name: Some(pod_name.to_string()),
+                namespace: self.namespace.clone(),
+                ..ObjectMeta::default()
+            },
             target: ObjectReference {
                 api_version: Some("v1".to_string()),
                 kind: Some("Node".to_string()),
@@ -205,25 +264,39 @@ impl Api<Pod> {
     }
 
     /// The container's log as a stream of bytes, for `follow: true`.
-    pub async fn log_stream(&self, name: &str, lp: &LogParams) -> Result<BoxStream<'static, Result<Bytes>>> {
+    pub async fn log_stream(
+        &self,
+        name: &str,
+        lp: &LogParams,
+    ) -> Result<BoxStream<'static, Result<Bytes>>> {
         self.client.get_stream(&self.log_path(name, lp)).await
     }
 
     fn log_path(&self, name: &str, lp: &LogParams) -> String {
-        format!("{}/log{}", self.object_path(name), query_string(&lp.query()))
+        format!(
+            "{}/log{}",
+            self.object_path(name),
+            query_string(&lp.query())
+        )
     }
 }
 
 /// A missing `metadata.resourceVersion` on a list is an error: a watch could not resume from it.
-pub(crate) fn list_resource_version<K: ListableResource>(list: &k8s_openapi::List<K>) -> Result<String> {
-    list.metadata.resource_version.clone().filter(|rv| !rv.is_empty()).ok_or(Error::NoResourceVersion)
+pub(crate) fn list_resource_version<K: ListableResource>(
+    list: &k8s_openapi::List<K>,
+) -> Result<String> {
+    list.metadata
+        .resource_version
+        .clone()
+        .filter(|rv| !rv.is_empty())
+        .ok_or(Error::NoResourceVersion)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use minik_api::core::{Event, Node};
     use k8s_openapi::api::coordination::v1::Lease;
+    use minik_api::core::{Event, Node};
 
     fn client() -> Client {
         Client::new("http://127.0.0.1:6443").unwrap()
@@ -231,12 +304,24 @@ mod tests {
 
     #[test]
     fn paths_follow_the_kubernetes_layout() {
-        assert_eq!(Api::<Pod>::namespaced(client(), "default").object_path("web"), "/api/v1/namespaces/default/pods/web");
+        assert_eq!(
+            Api::<Pod>::namespaced(client(), "default").object_path("web"),
+            "/api/v1/namespaces/default/pods/web"
+        );
         assert_eq!(Api::<Pod>::all(client()).collection_path(), "/api/v1/pods");
-        assert_eq!(Api::<Node>::all(client()).object_path("node-1"), "/api/v1/nodes/node-1");
+        assert_eq!(
+            Api::<Node>::all(client()).object_path("node-1"),
+            "/api/v1/nodes/node-1"
+        );
         // A cluster-scoped kind ignores a namespace it was given.
-        assert_eq!(Api::<Node>::namespaced(client(), "default").collection_path(), "/api/v1/nodes");
-        assert_eq!(Api::<Event>::namespaced(client(), "kube-system").collection_path(), "/api/v1/namespaces/kube-system/events");
+        assert_eq!(
+            Api::<Node>::namespaced(client(), "default").collection_path(),
+            "/api/v1/nodes"
+        );
+        assert_eq!(
+            Api::<Event>::namespaced(client(), "kube-system").collection_path(),
+            "/api/v1/namespaces/kube-system/events"
+        );
         assert_eq!(
             Api::<Lease>::namespaced(client(), "kube-node-lease").object_path("node-1"),
             "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-1"

@@ -38,7 +38,8 @@ impl Client {
     /// A client for the apiserver at `base_url` (e.g. `http://127.0.0.1:6443`).
     pub fn new(base_url: &str) -> Result<Client> {
         let base_url = base_url.trim_end_matches('/');
-        let parsed = reqwest::Url::parse(base_url).map_err(|_| Error::InvalidUrl(base_url.to_string()))?;
+        let parsed =
+            reqwest::Url::parse(base_url).map_err(|_| Error::InvalidUrl(base_url.to_string()))?;
         if parsed.scheme() != "http" || parsed.host_str().is_none() {
             return Err(Error::InvalidUrl(base_url.to_string()));
         }
@@ -48,7 +49,10 @@ impl Client {
             .tcp_nodelay(true)
             .user_agent(concat!("minik/", env!("CARGO_PKG_VERSION")))
             .build()?;
-        Ok(Client { http, base_url: base_url.into() })
+        Ok(Client {
+            http,
+            base_url: base_url.into(),
+        })
     }
 
     /// The server address this client talks to.
@@ -58,7 +62,8 @@ impl Client {
 
     /// A request builder for `path` (which starts with `/` and may carry a query string).
     pub(crate) fn request(&self, method: Method, path: &str) -> RequestBuilder {
-        self.http.request(method, format!("{}{path}", self.base_url))
+        self.http
+            .request(method, format!("{}{path}", self.base_url))
     }
 
     /// Sends a request; a non-2xx answer becomes [`Error::Api`].
@@ -73,14 +78,22 @@ impl Client {
     }
 
     /// Sends a request and decodes the JSON answer.
-    pub(crate) async fn send_json<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<T> {
+    pub(crate) async fn send_json<T: DeserializeOwned>(
+        &self,
+        request: RequestBuilder,
+    ) -> Result<T> {
         let body = self.send(request).await?.bytes().await?;
         Ok(serde_json::from_slice(&body)?)
     }
 
     /// An untyped request: `method path` with an optional JSON body, answering JSON. For tools that
     /// handle kinds they only know at run time (`minik apply` reads `kind` from a manifest).
-    pub async fn request_json(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
+    pub async fn request_json(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value> {
         let mut request = self.request(method, path);
         if let Some(body) = body {
             request = request.json(body);
@@ -90,7 +103,11 @@ impl Client {
 
     /// A GET whose answer is text (`pods/{name}/log`).
     pub async fn get_text(&self, path: &str) -> Result<String> {
-        Ok(self.send(self.request(Method::GET, path)).await?.text().await?)
+        Ok(self
+            .send(self.request(Method::GET, path))
+            .await?
+            .text()
+            .await?)
     }
 
     /// A GET whose answer is streamed as it arrives (`pods/{name}/log?follow=true`).
@@ -101,7 +118,10 @@ impl Client {
 
     /// Opens a watch at `path` (which must carry `watch=true` in its query) and decodes each line
     /// as a `WatchEvent<T>`; `T` may be `serde_json::Value` for untyped callers.
-    pub async fn watch_raw<T>(&self, path: &str) -> Result<BoxStream<'static, Result<WatchEvent<T>>>>
+    pub async fn watch_raw<T>(
+        &self,
+        path: &str,
+    ) -> Result<BoxStream<'static, Result<WatchEvent<T>>>>
     where
         T: DeserializeOwned + Send + 'static,
     {
@@ -126,25 +146,61 @@ pub(crate) fn status_from_body(code: StatusCode, body: &[u8]) -> Status {
 /// client-go's `NewGenericServerResponse`: a reason and message from the HTTP code alone.
 fn synthesize_status(code: StatusCode, body: &str) -> Status {
     let (reason, message) = match code.as_u16() {
-        400 => ("BadRequest", "the server rejected our request for an unknown reason".to_string()),
-        401 => ("Unauthorized", "the server has asked for the client to provide credentials".to_string()),
-        403 => ("Forbidden", "the server does not allow access to the requested resource".to_string()),
-        404 => ("NotFound", "the server could not find the requested resource".to_string()),
-        405 => ("MethodNotAllowed", "the server does not allow this method on the requested resource".to_string()),
+        400 => (
+            "BadRequest",
+            "the server rejected our request for an unknown reason".to_string(),
+        ),
+        401 => (
+            "Unauthorized",
+            "the server has asked for the client to provide credentials".to_string(),
+        ),
+        403 => (
+            "Forbidden",
+            "the server does not allow access to the requested resource".to_string(),
+        ),
+        404 => (
+            "NotFound",
+            "the server could not find the requested resource".to_string(),
+        ),
+        405 => (
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource".to_string(),
+        ),
         409 => ("Conflict", "the server reported a conflict".to_string()),
         410 => ("Expired", "the resource requested has expired".to_string()),
-        413 => ("RequestEntityTooLarge", "the server rejected the request because it is too large".to_string()),
-        415 => ("UnsupportedMediaType", "the server does not support the media type".to_string()),
-        422 => ("Invalid", "the server rejected our request due to an error in our request".to_string()),
-        429 => ("TooManyRequests", "the server has received too many requests and has asked us to try again later".to_string()),
-        503 => ("ServiceUnavailable", "the server is currently unable to handle the request".to_string()),
-        504 => ("Timeout", "the server was unable to return a response in the time allotted".to_string()),
+        413 => (
+            "RequestEntityTooLarge",
+            "the server rejected the request because it is too large".to_string(),
+        ),
+        415 => (
+            "UnsupportedMediaType",
+            "the server does not support the media type".to_string(),
+        ),
+        422 => (
+            "Invalid",
+            "the server rejected our request due to an error in our request".to_string(),
+        ),
+        429 => (
+            "TooManyRequests",
+            "the server has received too many requests and has asked us to try again later"
+                .to_string(),
+        ),
+        503 => (
+            "ServiceUnavailable",
+            "the server is currently unable to handle the request".to_string(),
+        ),
+        504 => (
+            "Timeout",
+            "the server was unable to return a response in the time allotted".to_string(),
+        ),
         _ => {
             let detail = body.trim();
             let message = if detail.is_empty() {
                 "an error on the server has prevented the request from succeeding".to_string()
             } else {
-                format!("an error on the server ({detail:?}) has prevented the request from succeeding")
+                format!(
+                    "an error on the server ({detail:?}) has prevented the request from succeeding"
+                )
             };
             ("InternalError", message)
         }
@@ -181,7 +237,10 @@ mod tests {
     #[test]
     fn only_http_urls_are_accepted() {
         assert!(Client::new("http://127.0.0.1:6443/").is_ok());
-        assert_eq!(Client::new("http://127.0.0.1:6443/").unwrap().base_url(), "http://127.0.0.1:6443");
+        assert_eq!(
+            Client::new("http://127.0.0.1:6443/").unwrap().base_url(),
+            "http://127.0.0.1:6443"
+        );
         assert!(Client::new("127.0.0.1:6443").is_err());
         assert!(Client::new("https://127.0.0.1:6443").is_err());
     }

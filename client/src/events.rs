@@ -30,32 +30,69 @@ pub struct Recorder {
     host: Option<String>,
 }
 
-/// Makes event names unique even for two events of one object in the same nanosecond.
+/// Added to the clock's nanoseconds so that names from one process strictly increase, even for
+/// two events of one object in the same nanosecond.
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 impl Recorder {
     /// A recorder reporting as `component` (and `host`, the node, if any).
     pub fn new(client: Client, component: &str, host: Option<String>) -> Self {
-        Recorder { client, component: component.to_string(), host }
+        Recorder {
+            client,
+            component: component.to_string(),
+            host,
+        }
     }
 
     /// Writes one Event about `regarding`. `type_` is `Normal` or `Warning`; `reason` is
     /// UpperCamelCase (`Scheduled`); `message` is a sentence for humans.
-    pub async fn publish(&self, regarding: &ObjectReference, type_: &str, reason: &str, message: &str) -> Result<()> {
+    pub async fn publish(
+        &self,
+        regarding: &ObjectReference,
+        type_: &str,
+        reason: &str,
+        message: &str,
+    ) -> Result<()> {
         let event = self.build(regarding, type_, reason, message);
-        let namespace = event.metadata.namespace.clone().unwrap_or_else(|| "default".to_string());
-        Api::<Event>::namespaced(self.client.clone(), &namespace).create(&event).await?;
+        let namespace = event
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_string());
+        let events = Api::<Event>::namespaced(self.client.clone(), &namespace);
+        match events.create(&event).await {
+            // Another process named an event of the same object in the same nanosecond: rename.
+            Err(error) if error.is_already_exists() => {
+                events
+                    .create(&self.build(regarding, type_, reason, message))
+                    .await?;
+            }
+            result => {
+                result?;
+            }
+        }
         Ok(())
     }
 
     /// The Event object `publish` writes (a pure function of its inputs and the clock).
-    pub fn build(&self, regarding: &ObjectReference, type_: &str, reason: &str, message: &str) -> Event {
+    pub fn build(
+        &self,
+        regarding: &ObjectReference,
+        type_: &str,
+        reason: &str,
+        message: &str,
+    ) -> Event {
         let now = minik_api::now_micro();
         let legacy_now = minik_api::meta::Time(now.0);
         let involved_name = regarding.name.clone().unwrap_or_default();
         // Cluster-scoped objects (nodes) get their events in `default`, as upstream does.
-        let namespace = regarding.namespace.clone().filter(|ns| !ns.is_empty()).unwrap_or_else(|| "default".to_string());
-        let unique = now.0.as_nanosecond() as u64 ^ SEQUENCE.fetch_add(1, Ordering::Relaxed);
+        let namespace = regarding
+            .namespace
+            .clone()
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or_else(|| "default".to_string());
+        let unique =
+            (now.0.as_nanosecond() as u64).wrapping_add(SEQUENCE.fetch_add(1, Ordering::Relaxed));
         Event {
             metadata: ObjectMeta {
                 name: Some(format!("{involved_name}.{unique:x}")),
@@ -71,7 +108,10 @@ impl Recorder {
             first_timestamp: Some(legacy_now.clone()),
             last_timestamp: Some(legacy_now),
             count: Some(1),
-            source: Some(EventSource { component: Some(self.component.clone()), host: self.host.clone() }),
+            source: Some(EventSource {
+                component: Some(self.component.clone()),
+                host: self.host.clone(),
+            }),
             reporting_component: Some(self.component.clone()),
             reporting_instance: Some(self.host.clone().unwrap_or_else(|| self.component.clone())),
             ..Event::default()
@@ -105,13 +145,30 @@ mod tests {
     #[test]
     fn event_carries_both_the_new_and_the_legacy_fields() {
         let pod = Pod {
-            metadata: ObjectMeta { name: Some("web".into()), namespace: Some("default".into()), uid: Some("u1".into()), ..ObjectMeta::default() },
+            metadata: ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some("default".into()),
+                uid: Some("u1".into()),
+                ..ObjectMeta::default()
+            },
             ..Pod::default()
         };
-        let recorder = Recorder::new(Client::new("http://127.0.0.1:1").unwrap(), "minik-scheduler", None);
-        let event = recorder.build(&object_reference(&pod), "Normal", "Scheduled", "Successfully assigned default/web to node-1");
+        let recorder = Recorder::new(
+            Client::new("http://127.0.0.1:1").unwrap(),
+            "minik-scheduler",
+            None,
+        );
+        let event = recorder.build(
+            &object_reference(&pod),
+            "Normal",
+            "Scheduled",
+            "Successfully assigned default/web to node-1",
+        );
         let json = serde_json::to_value(&event).unwrap();
-        assert!(json["metadata"]["name"].as_str().unwrap().starts_with("web."));
+        assert!(json["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("web."));
         assert_eq!(json["metadata"]["namespace"], "default");
         assert_eq!(json["involvedObject"]["kind"], "Pod");
         assert_eq!(json["involvedObject"]["uid"], "u1");
@@ -120,7 +177,10 @@ mod tests {
         assert_eq!(json["reportingInstance"], "minik-scheduler");
         assert_eq!(json["count"], 1);
         assert_eq!(json["action"], "Scheduled");
-        assert!(json["eventTime"].as_str().unwrap().contains('.'), "MicroTime has microseconds");
+        assert!(
+            json["eventTime"].as_str().unwrap().contains('.'),
+            "MicroTime has microseconds"
+        );
         assert!(json["firstTimestamp"].is_string() && json["lastTimestamp"].is_string());
         let other = recorder.build(&object_reference(&pod), "Normal", "Scheduled", "again");
         assert_ne!(event.metadata.name, other.metadata.name);

@@ -36,7 +36,8 @@ pub use api::{Api, Object};
 pub use client::Client;
 pub use error::{Error, Result};
 pub use params::{DeleteParams, ListParams, LogParams, Patch};
-pub use store::{reflector, Store, Writer};
+// `minik_client::store` is both the module and (value namespace) its `store()` constructor.
+pub use store::{reflector, store, Store, Writer};
 pub use watcher::{watcher, Event};
 
 /// Re-exported so callers name the same HTTP method type as [`Client::request_json`].

@@ -28,7 +28,11 @@ pub fn init(component: &str) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_timer(ComponentTime { component: component.to_string() })
+        .with_timer(ComponentTime {
+            component: component.to_string(),
+        })
         .with_writer(std::io::stderr)
+        // Colours only on a terminal: `minik up` pipes the components' logs into files.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }

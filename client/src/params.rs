@@ -108,7 +108,10 @@ pub struct DeleteParams {
 impl DeleteParams {
     /// A delete with `gracePeriodSeconds: seconds`.
     pub fn grace(seconds: i64) -> Self {
-        DeleteParams { grace_period_seconds: Some(seconds), ..DeleteParams::default() }
+        DeleteParams {
+            grace_period_seconds: Some(seconds),
+            ..DeleteParams::default()
+        }
     }
 
     /// Only if the object still has `uid`.
@@ -119,7 +122,8 @@ impl DeleteParams {
 
     /// The `DeleteOptions` body (kubectl always sends `propagationPolicy: Background`).
     pub(crate) fn body(&self) -> Value {
-        let mut body = json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
+        let mut body =
+            json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
         if let Some(seconds) = self.grace_period_seconds {
             body["gracePeriodSeconds"] = json!(seconds);
         }
@@ -202,7 +206,10 @@ pub(crate) fn query_string(pairs: &[(&'static str, String)]) -> String {
     if pairs.is_empty() {
         return String::new();
     }
-    let encoded: Vec<String> = pairs.iter().map(|(key, value)| format!("{key}={}", encode(value))).collect();
+    let encoded: Vec<String> = pairs
+        .iter()
+        .map(|(key, value)| format!("{key}={}", encode(value)))
+        .collect();
     format!("?{}", encoded.join("&"))
 }
 
@@ -211,7 +218,9 @@ fn encode(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for byte in value.bytes() {
         match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(char::from(byte)),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(char::from(byte))
+            }
             _ => out.push_str(&format!("%{byte:02X}")),
         }
     }
@@ -224,7 +233,11 @@ mod tests {
 
     #[test]
     fn watch_query_uses_the_wire_names() {
-        let lp = ListParams::default().labels("app=web").fields("spec.nodeName=node-1").timeout(290).bookmarks(true);
+        let lp = ListParams::default()
+            .labels("app=web")
+            .fields("spec.nodeName=node-1")
+            .timeout(290)
+            .bookmarks(true);
         let query = query_string(&lp.watch_query("42"));
         assert_eq!(
             query,
@@ -239,12 +252,24 @@ mod tests {
         assert_eq!(body["gracePeriodSeconds"], 0);
         assert_eq!(body["preconditions"]["uid"], "abc");
         assert_eq!(body["kind"], "DeleteOptions");
-        assert!(DeleteParams::default().body().get("gracePeriodSeconds").is_none());
+        assert!(DeleteParams::default()
+            .body()
+            .get("gracePeriodSeconds")
+            .is_none());
     }
 
     #[test]
     fn log_query_carries_every_option() {
-        let lp = LogParams { container: Some("main".into()), follow: true, tail_lines: Some(5), previous: true, timestamps: true };
-        assert_eq!(query_string(&lp.query()), "?container=main&follow=true&tailLines=5&previous=true&timestamps=true");
+        let lp = LogParams {
+            container: Some("main".into()),
+            follow: true,
+            tail_lines: Some(5),
+            previous: true,
+            timestamps: true,
+        };
+        assert_eq!(
+            query_string(&lp.query()),
+            "?container=main&follow=true&tailLines=5&previous=true&timestamps=true"
+        );
     }
 }

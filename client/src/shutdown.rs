@@ -14,7 +14,10 @@ pub fn on_signal() -> CancellationToken {
     let token = CancellationToken::new();
     let cancel = token.clone();
     tokio::spawn(async move {
-        let (mut interrupt, mut terminate) = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        let (mut interrupt, mut terminate) = match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
             (Ok(interrupt), Ok(terminate)) => (interrupt, terminate),
             _ => {
                 warn!("could not install signal handlers; stop the process with SIGKILL");

@@ -33,7 +33,10 @@ pub struct Store<K> {
 
 impl<K> Clone for Store<K> {
     fn clone(&self) -> Self {
-        Store { objects: self.objects.clone(), ready: self.ready.clone() }
+        Store {
+            objects: self.objects.clone(),
+            ready: self.ready.clone(),
+        }
     }
 }
 
@@ -47,17 +50,30 @@ pub struct Writer<K> {
 pub fn store<K>() -> (Store<K>, Writer<K>) {
     let objects: Objects<K> = Arc::default();
     let (ready_tx, ready_rx) = watch::channel(false);
-    (Store { objects: objects.clone(), ready: ready_rx }, Writer { objects, ready: ready_tx })
+    (
+        Store {
+            objects: objects.clone(),
+            ready: ready_rx,
+        },
+        Writer {
+            objects,
+            ready: ready_tx,
+        },
+    )
 }
 
 /// A lock poisoned by a panicking writer still holds consistent data (every write is one map
 /// operation), so readers carry on with it.
 fn read<K>(objects: &Objects<K>) -> RwLockReadGuard<'_, HashMap<ObjectKey, Arc<K>>> {
-    objects.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    objects
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn write<K>(objects: &Objects<K>) -> RwLockWriteGuard<'_, HashMap<ObjectKey, Arc<K>>> {
-    objects.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+    objects
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl<K> Store<K> {
@@ -99,13 +115,17 @@ impl<K: Metadata<Ty = ObjectMeta> + Clone> Writer<K> {
     pub fn apply_watcher_event(&mut self, event: &Event<K>) {
         match event {
             Event::Applied(object) => {
-                write(&self.objects).insert(ObjectKey::of(object.metadata()), Arc::new(object.clone()));
+                write(&self.objects)
+                    .insert(ObjectKey::of(object.metadata()), Arc::new(object.clone()));
             }
             Event::Deleted(object) => {
                 write(&self.objects).remove(&ObjectKey::of(object.metadata()));
             }
             Event::Restarted(objects) => {
-                let fresh = objects.iter().map(|object| (ObjectKey::of(object.metadata()), Arc::new(object.clone()))).collect();
+                let fresh = objects
+                    .iter()
+                    .map(|object| (ObjectKey::of(object.metadata()), Arc::new(object.clone())))
+                    .collect();
                 *write(&self.objects) = fresh;
                 self.ready.send_replace(true);
             }
@@ -114,7 +134,10 @@ impl<K: Metadata<Ty = ObjectMeta> + Clone> Writer<K> {
 
     /// A reader on this writer's store.
     pub fn as_reader(&self) -> Store<K> {
-        Store { objects: self.objects.clone(), ready: self.ready.subscribe() }
+        Store {
+            objects: self.objects.clone(),
+            ready: self.ready.subscribe(),
+        }
     }
 }
 
@@ -155,7 +178,15 @@ mod tests {
         let (reader, mut writer) = store::<Pod>();
         writer.apply_watcher_event(&Event::Applied(pod("a", "1")));
         writer.apply_watcher_event(&Event::Applied(pod("a", "2")));
-        assert_eq!(reader.get(&key("a")).unwrap().metadata.resource_version.as_deref(), Some("2"));
+        assert_eq!(
+            reader
+                .get(&key("a"))
+                .unwrap()
+                .metadata
+                .resource_version
+                .as_deref(),
+            Some("2")
+        );
         writer.apply_watcher_event(&Event::Deleted(pod("a", "3")));
         assert!(reader.get(&key("a")).is_none());
         assert!(reader.is_empty());
@@ -168,8 +199,15 @@ mod tests {
         assert!(!reader.is_ready());
         writer.apply_watcher_event(&Event::Restarted(vec![pod("a", "5"), pod("b", "5")]));
         assert!(reader.is_ready());
-        assert!(reader.get(&key("stale")).is_none(), "objects missing from a relist are gone");
-        let mut names: Vec<String> = reader.state().iter().filter_map(|p| p.metadata.name.clone()).collect();
+        assert!(
+            reader.get(&key("stale")).is_none(),
+            "objects missing from a relist are gone"
+        );
+        let mut names: Vec<String> = reader
+            .state()
+            .iter()
+            .filter_map(|p| p.metadata.name.clone())
+            .collect();
         names.sort();
         assert_eq!(names, ["a", "b"]);
     }
@@ -177,7 +215,10 @@ mod tests {
     #[tokio::test]
     async fn reflector_applies_before_passing_the_event_on() {
         let (reader, writer) = store::<Pod>();
-        let events = stream::iter(vec![Ok(Event::Restarted(vec![pod("a", "1")])), Ok(Event::Applied(pod("b", "2")))]);
+        let events = stream::iter(vec![
+            Ok(Event::Restarted(vec![pod("a", "1")])),
+            Ok(Event::Applied(pod("b", "2"))),
+        ]);
         let mut reflected = Box::pin(reflector(writer, events));
         reflected.next().await.unwrap().unwrap();
         reader.wait_until_ready().await;
@@ -190,6 +231,8 @@ mod tests {
     async fn wait_until_ready_returns_when_the_writer_goes_away() {
         let (reader, writer) = store::<Pod>();
         drop(writer);
-        tokio::time::timeout(std::time::Duration::from_secs(1), reader.wait_until_ready()).await.unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(1), reader.wait_until_ready())
+            .await
+            .unwrap();
     }
 }

@@ -30,7 +30,11 @@ where
     T: DeserializeOwned + Send + 'static,
     S: Stream<Item = Result<Bytes>> + Send + 'static,
 {
-    let state = LineBuffer { body: body.boxed(), pending: Vec::new(), finished: false };
+    let state = LineBuffer {
+        body: body.boxed(),
+        pending: Vec::new(),
+        finished: false,
+    };
     stream::unfold(state, |mut state| async move {
         let line = next_line(&mut state).await?;
         let event = line.and_then(|line| Ok(serde_json::from_slice::<WatchEvent<T>>(&line)?));
@@ -39,7 +43,9 @@ where
 }
 
 /// The next non-empty line of the body, `None` at its end.
-async fn next_line(state: &mut LineBuffer<BoxStream<'static, Result<Bytes>>>) -> Option<Result<Vec<u8>>> {
+async fn next_line(
+    state: &mut LineBuffer<BoxStream<'static, Result<Bytes>>>,
+) -> Option<Result<Vec<u8>>> {
     loop {
         if let Some(newline) = state.pending.iter().position(|&byte| byte == b'\n') {
             let line: Vec<u8> = state.pending.drain(..=newline).collect();
@@ -76,7 +82,12 @@ mod tests {
     use minik_api::core::Pod;
 
     fn chunks(parts: &[&'static str]) -> impl Stream<Item = Result<Bytes>> + Send + 'static {
-        stream::iter(parts.iter().map(|part| Ok(Bytes::from_static(part.as_bytes()))).collect::<Vec<_>>())
+        stream::iter(
+            parts
+                .iter()
+                .map(|part| Ok(Bytes::from_static(part.as_bytes())))
+                .collect::<Vec<_>>(),
+        )
     }
 
     #[tokio::test]
@@ -88,8 +99,12 @@ mod tests {
         ]);
         let events: Vec<WatchEvent<Pod>> = watch_events(body).try_collect().await.unwrap();
         assert_eq!(events.len(), 3);
-        assert!(matches!(&events[0], WatchEvent::Added(pod) if pod.metadata.name.as_deref() == Some("a")));
-        assert!(matches!(&events[1], WatchEvent::Modified(pod) if pod.metadata.resource_version.as_deref() == Some("6")));
+        assert!(
+            matches!(&events[0], WatchEvent::Added(pod) if pod.metadata.name.as_deref() == Some("a"))
+        );
+        assert!(
+            matches!(&events[1], WatchEvent::Modified(pod) if pod.metadata.resource_version.as_deref() == Some("6"))
+        );
         assert!(matches!(&events[2], WatchEvent::Deleted(_)));
     }
 
@@ -110,6 +125,8 @@ mod tests {
         ]);
         let events: Vec<Result<WatchEvent<Pod>>> = watch_events(body).collect().await;
         assert!(events[0].is_err());
-        assert!(matches!(&events[1], Ok(WatchEvent::Bookmark(pod)) if pod.metadata.resource_version.as_deref() == Some("9")));
+        assert!(
+            matches!(&events[1], Ok(WatchEvent::Bookmark(pod)) if pod.metadata.resource_version.as_deref() == Some("9"))
+        );
     }
 }

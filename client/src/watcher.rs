@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, Stream, StreamExt};
+use k8s_openapi::ListableResource;
 use tracing::debug;
 
 use minik_api::WatchEvent;
@@ -46,19 +47,27 @@ pub enum Event<K> {
 }
 
 /// Where the watcher lists and watches from: an [`Api`], or a scripted source in tests.
-pub trait ListWatch<K: Object>: Send + Sync + 'static {
+pub trait ListWatch<K: Object + ListableResource>: Send + Sync + 'static {
     /// One page of a list.
     fn list<'a>(&'a self, lp: &'a ListParams) -> BoxFuture<'a, Result<k8s_openapi::List<K>>>;
     /// A watch after `resource_version`.
-    fn watch<'a>(&'a self, lp: &'a ListParams, resource_version: &'a str) -> BoxFuture<'a, Result<BoxStream<'static, Result<WatchEvent<K>>>>>;
+    fn watch<'a>(
+        &'a self,
+        lp: &'a ListParams,
+        resource_version: &'a str,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, Result<WatchEvent<K>>>>>;
 }
 
-impl<K: Object> ListWatch<K> for Api<K> {
+impl<K: Object + ListableResource> ListWatch<K> for Api<K> {
     fn list<'a>(&'a self, lp: &'a ListParams) -> BoxFuture<'a, Result<k8s_openapi::List<K>>> {
         Box::pin(Api::list(self, lp))
     }
 
-    fn watch<'a>(&'a self, lp: &'a ListParams, resource_version: &'a str) -> BoxFuture<'a, Result<BoxStream<'static, Result<WatchEvent<K>>>>> {
+    fn watch<'a>(
+        &'a self,
+        lp: &'a ListParams,
+        resource_version: &'a str,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, Result<WatchEvent<K>>>>> {
         Box::pin(Api::watch(self, lp, resource_version))
     }
 }
@@ -70,7 +79,10 @@ enum State<K> {
     /// Listed (or a watch ended): the next step opens a watch from `resource_version`.
     InitListed { resource_version: String },
     /// A watch is open; `resource_version` is the last one seen on it.
-    Watching { resource_version: String, stream: BoxStream<'static, Result<WatchEvent<K>>> },
+    Watching {
+        resource_version: String,
+        stream: BoxStream<'static, Result<WatchEvent<K>>>,
+    },
 }
 
 /// How long a watch may stay open before the client starts a fresh one (kube-rs uses 290 s), so a
@@ -78,19 +90,33 @@ enum State<K> {
 const DEFAULT_WATCH_TIMEOUT_SECONDS: u32 = 290;
 
 /// Watches the objects of `api` matching `lp` and yields [`Event`]s forever (drop the stream to stop).
-pub fn watcher<K: Object>(api: Api<K>, lp: ListParams) -> impl Stream<Item = Result<Event<K>>> + Send {
+pub fn watcher<K: Object + ListableResource>(
+    api: Api<K>,
+    lp: ListParams,
+) -> impl Stream<Item = Result<Event<K>>> + Send {
     watcher_from(api, lp)
 }
 
 /// [`watcher`] over any [`ListWatch`] source.
-pub fn watcher_from<K, S>(source: S, mut lp: ListParams) -> impl Stream<Item = Result<Event<K>>> + Send
+pub fn watcher_from<K, S>(
+    source: S,
+    mut lp: ListParams,
+) -> impl Stream<Item = Result<Event<K>>> + Send
 where
-    K: Object,
+    K: Object + ListableResource,
     S: ListWatch<K>,
 {
-    lp.timeout_seconds.get_or_insert(DEFAULT_WATCH_TIMEOUT_SECONDS);
+    lp.timeout_seconds
+        .get_or_insert(DEFAULT_WATCH_TIMEOUT_SECONDS);
     lp.bookmarks = true;
-    let driver = Driver { source, lp, state: State::Empty, backoff: Backoff::new(), delay: None, watch_idle: false };
+    let driver = Driver {
+        source,
+        lp,
+        state: State::Empty,
+        backoff: Backoff::new(),
+        delay: None,
+        watch_idle: false,
+    };
     stream::unfold(driver, |mut driver| async move {
         let event = driver.next_event().await;
         Some((event, driver))
@@ -110,7 +136,7 @@ struct Driver<K, S> {
     watch_idle: bool,
 }
 
-impl<K: Object, S: ListWatch<K>> Driver<K, S> {
+impl<K: Object + ListableResource, S: ListWatch<K>> Driver<K, S> {
     async fn next_event(&mut self) -> Result<Event<K>> {
         loop {
             if let Some(delay) = self.delay.take() {
@@ -145,31 +171,71 @@ impl<K: Object, S: ListWatch<K>> Driver<K, S> {
 }
 
 /// One transition of the state machine: what to yield (if anything) and the next state.
-async fn step<K, S>(source: &S, lp: &ListParams, state: State<K>) -> (Option<Result<Event<K>>>, State<K>)
+async fn step<K, S>(
+    source: &S,
+    lp: &ListParams,
+    state: State<K>,
+) -> (Option<Result<Event<K>>>, State<K>)
 where
-    K: Object,
+    K: Object + ListableResource,
     S: ListWatch<K>,
 {
     match state {
         State::Empty => match list_all(source, lp).await {
-            Ok((objects, resource_version)) => (Some(Ok(Event::Restarted(objects))), State::InitListed { resource_version }),
+            Ok((objects, resource_version)) => (
+                Some(Ok(Event::Restarted(objects))),
+                State::InitListed { resource_version },
+            ),
             Err(error) => (Some(Err(error)), State::Empty),
         },
         State::InitListed { resource_version } => match source.watch(lp, &resource_version).await {
-            Ok(stream) => (None, State::Watching { resource_version, stream }),
+            Ok(stream) => (
+                None,
+                State::Watching {
+                    resource_version,
+                    stream,
+                },
+            ),
             Err(error) if error.is_gone() => (Some(Err(error)), State::Empty),
             Err(error) => (Some(Err(error)), State::InitListed { resource_version }),
         },
-        State::Watching { resource_version, mut stream } => match stream.next().await {
-            Some(Ok(WatchEvent::Added(object) | WatchEvent::Modified(object))) => moved_to(object, Event::Applied, stream),
+        State::Watching {
+            resource_version,
+            mut stream,
+        } => match stream.next().await {
+            Some(Ok(WatchEvent::Added(object) | WatchEvent::Modified(object))) => {
+                moved_to(object, Event::Applied, stream)
+            }
             Some(Ok(WatchEvent::Deleted(object))) => moved_to(object, Event::Deleted, stream),
-            Some(Ok(WatchEvent::Bookmark(object))) => match object.metadata().resource_version.clone() {
-                Some(resource_version) => (None, State::Watching { resource_version, stream }),
-                None => (Some(Err(Error::NoResourceVersion)), State::Empty),
-            },
-            Some(Ok(WatchEvent::Error(status))) if status.code == Some(410) => (Some(Err(Error::Api(status))), State::Empty),
-            Some(Ok(WatchEvent::Error(status))) => (Some(Err(Error::Api(status))), State::Watching { resource_version, stream }),
-            Some(Err(error)) => (Some(Err(error)), State::Watching { resource_version, stream }),
+            Some(Ok(WatchEvent::Bookmark(object))) => {
+                match object.metadata().resource_version.clone() {
+                    Some(resource_version) => (
+                        None,
+                        State::Watching {
+                            resource_version,
+                            stream,
+                        },
+                    ),
+                    None => (Some(Err(Error::NoResourceVersion)), State::Empty),
+                }
+            }
+            Some(Ok(WatchEvent::Error(status))) if status.code == Some(410) => {
+                (Some(Err(Error::Api(status))), State::Empty)
+            }
+            Some(Ok(WatchEvent::Error(status))) => (
+                Some(Err(Error::Api(status))),
+                State::Watching {
+                    resource_version,
+                    stream,
+                },
+            ),
+            Some(Err(error)) => (
+                Some(Err(error)),
+                State::Watching {
+                    resource_version,
+                    stream,
+                },
+            ),
             None => (None, State::InitListed { resource_version }),
         },
     }
@@ -182,13 +248,22 @@ fn moved_to<K: Object>(
     stream: BoxStream<'static, Result<WatchEvent<K>>>,
 ) -> (Option<Result<Event<K>>>, State<K>) {
     match object.metadata().resource_version.clone() {
-        Some(resource_version) => (Some(Ok(event(object))), State::Watching { resource_version, stream }),
+        Some(resource_version) => (
+            Some(Ok(event(object))),
+            State::Watching {
+                resource_version,
+                stream,
+            },
+        ),
         None => (Some(Err(Error::NoResourceVersion)), State::Empty),
     }
 }
 
 /// Lists every page (following `continue`) and returns the objects and the list's resourceVersion.
-async fn list_all<K: Object, S: ListWatch<K>>(source: &S, lp: &ListParams) -> Result<(Vec<K>, String)> {
+async fn list_all<K: Object + ListableResource, S: ListWatch<K>>(
+    source: &S,
+    lp: &ListParams,
+) -> Result<(Vec<K>, String)> {
     let mut page_params = lp.clone();
     let mut objects = Vec::new();
     loop {
@@ -213,7 +288,9 @@ impl Backoff {
     const MAX: Duration = Duration::from_secs(5);
 
     pub(crate) fn new() -> Self {
-        Backoff { next: Self::INITIAL }
+        Backoff {
+            next: Self::INITIAL,
+        }
     }
 
     pub(crate) fn next_delay(&mut self) -> Duration {

@@ -52,7 +52,11 @@ impl ListWatch<Pod> for Script {
         })
     }
 
-    fn watch<'a>(&'a self, _lp: &'a ListParams, rv: &'a str) -> BoxFuture<'a, Result<BoxStream<'static, Result<WatchEvent<Pod>>>>> {
+    fn watch<'a>(
+        &'a self,
+        _lp: &'a ListParams,
+        rv: &'a str,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, Result<WatchEvent<Pod>>>>> {
         self.watched_from.lock().unwrap().push(rv.to_string());
         let next = self.watches.lock().unwrap().pop_front();
         Box::pin(async move {
@@ -72,13 +76,19 @@ fn pod(name: &str, rv: &str) -> Pod {
         resource_version: Some(rv.into()),
         ..ObjectMeta::default()
     };
-    Pod { metadata, ..Pod::default() }
+    Pod {
+        metadata,
+        ..Pod::default()
+    }
 }
 
 fn list(rv: &str, names: &[&str]) -> Result<k8s_openapi::List<Pod>> {
     Ok(k8s_openapi::List {
         items: names.iter().map(|name| pod(name, rv)).collect(),
-        metadata: ListMeta { resource_version: Some(rv.into()), ..ListMeta::default() },
+        metadata: ListMeta {
+            resource_version: Some(rv.into()),
+            ..ListMeta::default()
+        },
     })
 }
 
@@ -88,14 +98,24 @@ fn expired() -> minik_api::meta::Status {
 
 fn names(event: &Event<Pod>) -> Vec<String> {
     match event {
-        Event::Restarted(pods) => pods.iter().filter_map(|p| p.metadata.name.clone()).collect(),
-        Event::Applied(pod) | Event::Deleted(pod) => vec![pod.metadata.name.clone().unwrap_or_default()],
+        Event::Restarted(pods) => pods
+            .iter()
+            .filter_map(|p| p.metadata.name.clone())
+            .collect(),
+        Event::Applied(pod) | Event::Deleted(pod) => {
+            vec![pod.metadata.name.clone().unwrap_or_default()]
+        }
     }
 }
 
 /// The watcher's next item, or `None` when it has nothing more within a (virtual) minute.
-async fn next(watch: &mut (impl Stream<Item = Result<Event<Pod>>> + Unpin)) -> Option<Result<Event<Pod>>> {
-    tokio::time::timeout(Duration::from_secs(60), watch.next()).await.ok().flatten()
+async fn next(
+    watch: &mut (impl Stream<Item = Result<Event<Pod>>> + Unpin),
+) -> Option<Result<Event<Pod>>> {
+    tokio::time::timeout(Duration::from_secs(60), watch.next())
+        .await
+        .ok()
+        .flatten()
 }
 
 /// A list is emitted as Restarted, then each watch resumes from the last resourceVersion seen,
@@ -104,15 +124,25 @@ async fn next(watch: &mut (impl Stream<Item = Result<Event<Pod>>> + Unpin)) -> O
 async fn watches_resume_from_the_last_resource_version_seen() {
     let script = Script::default()
         .list(list("10", &["a"]))
-        .watch(Ok(vec![Ok(WatchEvent::Added(pod("b", "11"))), Ok(WatchEvent::Bookmark(pod("", "20")))]))
+        .watch(Ok(vec![
+            Ok(WatchEvent::Added(pod("b", "11"))),
+            Ok(WatchEvent::Bookmark(pod("", "20"))),
+        ]))
         .watch(Ok(vec![Ok(WatchEvent::Deleted(pod("b", "21")))]));
     let mut watch = Box::pin(watcher_from(script.clone(), ListParams::default()));
     let restarted = next(&mut watch).await.unwrap().unwrap();
     assert!(matches!(restarted, Event::Restarted(_)));
     assert_eq!(names(&restarted), ["a"]);
-    assert!(matches!(next(&mut watch).await, Some(Ok(Event::Applied(p))) if p.metadata.name.as_deref() == Some("b")));
-    assert!(matches!(next(&mut watch).await, Some(Ok(Event::Deleted(p))) if p.metadata.name.as_deref() == Some("b")));
-    assert!(next(&mut watch).await.is_none(), "the third watch stays open and quiet");
+    assert!(
+        matches!(next(&mut watch).await, Some(Ok(Event::Applied(p))) if p.metadata.name.as_deref() == Some("b"))
+    );
+    assert!(
+        matches!(next(&mut watch).await, Some(Ok(Event::Deleted(p))) if p.metadata.name.as_deref() == Some("b"))
+    );
+    assert!(
+        next(&mut watch).await.is_none(),
+        "the third watch stays open and quiet"
+    );
     assert_eq!(script.watched_from(), ["10", "20", "21"]);
 }
 
@@ -136,7 +166,10 @@ async fn expired_error_event_relists() {
 /// A watch refused with HTTP 410 (before the stream started) also relists.
 #[tokio::test(start_paused = true)]
 async fn watch_refused_with_410_relists() {
-    let script = Script::default().list(list("10", &[])).watch(Err(Error::Api(expired()))).list(list("60", &["c"]));
+    let script = Script::default()
+        .list(list("10", &[]))
+        .watch(Err(Error::Api(expired())))
+        .list(list("60", &["c"]));
     let mut watch = Box::pin(watcher_from(script.clone(), ListParams::default()));
     assert!(next(&mut watch).await.unwrap().is_ok());
     assert!(next(&mut watch).await.unwrap().unwrap_err().is_gone());
@@ -157,21 +190,38 @@ async fn failed_watch_is_retried_from_the_same_version_with_backoff() {
     let started = Instant::now();
     assert!(next(&mut watch).await.unwrap().is_err());
     assert!(next(&mut watch).await.unwrap().is_err());
-    assert!(matches!(next(&mut watch).await, Some(Ok(Event::Applied(_)))));
+    assert!(matches!(
+        next(&mut watch).await,
+        Some(Ok(Event::Applied(_)))
+    ));
     let waited = started.elapsed();
-    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_millis(400), "{waited:?}");
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_millis(400),
+        "{waited:?}"
+    );
     assert_eq!(script.watched_from(), ["10", "10", "10"]);
 }
 
 /// A server that closes every watch at once is not hammered: idle re-watches back off too.
 #[tokio::test(start_paused = true)]
 async fn watches_that_end_at_once_back_off() {
-    let script = Script::default().list(list("10", &[])).watch(Ok(vec![])).watch(Ok(vec![])).watch(Ok(vec![Ok(WatchEvent::Added(pod("a", "11")))]));
+    let script = Script::default()
+        .list(list("10", &[]))
+        .watch(Ok(vec![]))
+        .watch(Ok(vec![]))
+        .watch(Ok(vec![Ok(WatchEvent::Added(pod("a", "11")))]));
     let mut watch = Box::pin(watcher_from(script.clone(), ListParams::default()));
     assert!(next(&mut watch).await.unwrap().is_ok());
     let started = Instant::now();
-    assert!(matches!(next(&mut watch).await, Some(Ok(Event::Applied(_)))));
-    assert!(started.elapsed() >= Duration::from_millis(300), "{:?}", started.elapsed());
+    assert!(matches!(
+        next(&mut watch).await,
+        Some(Ok(Event::Applied(_)))
+    ));
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 /// A failed list is yielded and retried; a list without resourceVersion counts as failed.
@@ -183,7 +233,10 @@ async fn failed_list_is_retried() {
     }
     let script = Script::default().list(no_rv).list(list("11", &["b"]));
     let mut watch = Box::pin(watcher_from(script, ListParams::default()));
-    assert!(matches!(next(&mut watch).await, Some(Err(Error::NoResourceVersion))));
+    assert!(matches!(
+        next(&mut watch).await,
+        Some(Err(Error::NoResourceVersion))
+    ));
     assert_eq!(names(&next(&mut watch).await.unwrap().unwrap()), ["b"]);
 }
 

@@ -1,0 +1,90 @@
+//! The `minik` command line: one subcommand per verb, one file per subcommand.
+//!
+//! Kubernetes counterpart: kubectl's command tree (`staging/src/k8s.io/kubectl/pkg/cmd/cmd.go`) for
+//! `apply`, `get`, `delete`, `describe`, `logs`, and the component binaries (`cmd/kube-*`) for
+//! `apiserver`, `scheduler`, `kubelet`, `endpoint-controller`, `proxy`. `up`, `down`, `status` run a
+//! whole cluster on the laptop (like `kind`), `demo` replays the seeds' experiments.
+
+pub mod apply;
+pub mod bench;
+pub mod components;
+pub mod delete;
+pub mod demo;
+pub mod describe;
+pub mod down;
+pub mod get;
+mod get_watch;
+pub mod logs;
+pub mod resources;
+pub mod status;
+pub mod up;
+pub mod version;
+
+use clap::{Parser, Subcommand};
+
+/// minik: a small Kubernetes on your laptop, real processes and real HTTP on loopback.
+#[derive(Parser, Debug)]
+#[command(name = "minik", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Every subcommand.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Create or update objects from manifests (YAML or JSON).
+    Apply(apply::ApplyArgs),
+    /// List objects in kubectl's columns, or watch them change.
+    Get(get::GetArgs),
+    /// Delete objects (pods gracefully, as Kubernetes does).
+    Delete(delete::DeleteArgs),
+    /// Show an object in detail, with its events.
+    Describe(describe::DescribeArgs),
+    /// Print a container's log.
+    Logs(logs::LogsArgs),
+    /// Print the client and server versions.
+    Version(version::VersionArgs),
+    /// Start a whole cluster (apiserver, scheduler, kubelets, endpoint-controller, proxy).
+    Up(up::UpArgs),
+    /// Stop a cluster started by `minik up`.
+    Down(down::DownArgs),
+    /// Show whether each component of a cluster is running.
+    Status(status::StatusArgs),
+    /// Replay the seeds' experiments on a running cluster.
+    Demo(demo::DemoArgs),
+    /// Measure minik: write latency, watch throughput, scheduling and startup (starts its own cluster).
+    Bench(bench::BenchArgs),
+    /// Run the API server.
+    Apiserver(minik_apiserver::Args),
+    /// Run the scheduler.
+    Scheduler(minik_scheduler::Args),
+    /// Run a kubelet (one per node).
+    Kubelet(minik_kubelet::Args),
+    /// Run the endpoint controller.
+    EndpointController(minik_endpoint_controller::Args),
+    /// Run the service proxy.
+    Proxy(minik_proxy::Args),
+}
+
+/// Runs the parsed command.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Apply(args) => apply::apply(args).await,
+        Command::Get(args) => get::get(args).await,
+        Command::Delete(args) => delete::delete(args).await,
+        Command::Describe(args) => describe::describe(args).await,
+        Command::Logs(args) => logs::logs(args).await,
+        Command::Version(args) => version::version(args).await,
+        Command::Up(args) => up::up(args).await,
+        Command::Down(args) => down::down(args).await,
+        Command::Status(args) => status::status(args).await,
+        Command::Demo(args) => demo::demo(args).await,
+        Command::Bench(args) => bench::bench(args).await,
+        Command::Apiserver(args) => components::apiserver(args).await,
+        Command::Scheduler(args) => components::scheduler(args).await,
+        Command::Kubelet(args) => components::kubelet(args).await,
+        Command::EndpointController(args) => components::endpoint_controller(args).await,
+        Command::Proxy(args) => components::proxy(args).await,
+    }
+}

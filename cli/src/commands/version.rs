@@ -1,0 +1,39 @@
+//! `minik version`: the client's version, and the server's from `GET /version`.
+//!
+//! Kubernetes counterpart: `kubectl version` (`staging/src/k8s.io/kubectl/pkg/cmd/version/version.go`),
+//! which prints `Client Version:` and `Server Version:` (the apiserver's `gitVersion`).
+
+use reqwest::Method;
+use serde_json::Value;
+
+use super::resources::ClientFlags;
+
+/// Flags of `minik version`.
+#[derive(clap::Args, Debug)]
+pub struct VersionArgs {
+    /// Print only the client version (no server round trip).
+    #[arg(long)]
+    pub client: bool,
+    #[command(flatten)]
+    pub flags: ClientFlags,
+}
+
+/// Runs `minik version`.
+pub async fn version(args: VersionArgs) -> anyhow::Result<()> {
+    println!("Client Version: v{}-minik", env!("CARGO_PKG_VERSION"));
+    if args.client {
+        return Ok(());
+    }
+    let info = args
+        .flags
+        .client()?
+        .request_json(Method::GET, "/version", None)
+        .await?;
+    println!(
+        "Server Version: {}",
+        info.get("gitVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+    );
+    Ok(())
+}
