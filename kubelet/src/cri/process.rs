@@ -1,0 +1,494 @@
+//! The real runtime: every container is an OS process supervised by a `minik shim`.
+//!
+//! Kubernetes counterpart: a CRI runtime such as containerd's CRI plugin
+//! (`containerd/containerd:internal/cri/server/container_start.go`, `container_stop.go`,
+//! `container_execsync.go`) with its per-container shim, and the kubelet's adoption of what runs
+//! after a restart (the runtime is the source of truth, PLEG relists it).
+//!
+//! On disk, one directory per container under `{root_dir}/containers/{id}/`:
+//! `config.json` (written here), `started.json` + `pid` (written by the shim once the process runs),
+//! `exit.json` (written by the shim after the process and everything it left behind are gone) and
+//! `shim.log` (the shim's stderr). That directory is the whole state: a new `ProcessRuntime` on the
+//! same root (a kubelet restarted even after `kill -9`) lists the same containers with the same
+//! pids. A pid alone is never trusted: the start time in `/proc/PID/stat` must match the one saved.
+//!
+//! Waiting for an exit: a shim we spawned is our child, so a task awaits it (and reaps it, no
+//! zombies). An adopted shim is not our child; we open a pidfd on it (`pidfd_open`, Linux ≥ 5.3)
+//! and await its readability with tokio's `AsyncFd` — no polling.
+//!
+//! minik simplifies: no images, sandboxes, cgroups or user namespaces; a stop is two signals sent
+//! by the kubelet's pod worker, which owns the grace-period clock.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use jiff::Timestamp;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
+
+use super::{
+    ContainerConfig, ContainerId, ContainerState, ContainerStatus, Error, ExecResult, Result,
+    Runtime, StopSignal,
+};
+use crate::shim::{self, ExitRecord, Handshake, StartedRecord, StoredConfig};
+use exec::run_exec;
+
+mod exec;
+
+/// How long `start_container` waits for the shim's handshake line.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long `remove_container` waits for a SIGKILLed container to be gone.
+const REMOVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Exit code when the shim died without recording one (containerd uses 255 for "unknown").
+const UNKNOWN_EXIT_CODE: i32 = 255;
+
+/// A [`Runtime`] running real processes under `minik shim`. Cheap to clone.
+#[derive(Clone)]
+pub struct ProcessRuntime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    containers_dir: PathBuf,
+    minik_binary: PathBuf,
+    containers: Mutex<BTreeMap<ContainerId, Record>>,
+}
+
+/// What the runtime knows of one container (a mirror of its directory).
+#[derive(Clone)]
+struct Record {
+    config: ContainerConfig,
+    dir: PathBuf,
+    started: StartedRecord,
+    exit: Option<ExitRecord>,
+    /// Present when the shim is our own child: becomes `true` once a task has reaped it.
+    reaped: Option<watch::Receiver<bool>>,
+}
+
+impl ProcessRuntime {
+    /// Opens (or creates) the runtime state under `root_dir` and adopts every container recorded
+    /// there. `minik_binary` is the program run as `{minik_binary} shim …`.
+    pub fn new(root_dir: PathBuf, minik_binary: PathBuf) -> Result<Self> {
+        let containers_dir = std::path::absolute(root_dir)?.join("containers");
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&containers_dir)?;
+        let mut containers = BTreeMap::new();
+        for entry in fs::read_dir(&containers_dir)?.flatten() {
+            let id = entry.file_name().to_string_lossy().into_owned();
+            match adopt(&entry.path()) {
+                Some(record) => {
+                    info!(container = %id, pid = record.started.pid, exited = record.exit.is_some(), "adopted container");
+                    containers.insert(id, record);
+                }
+                None => {
+                    warn!(container = %id, "removing the record of a container that never started");
+                    let _ = fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        let inner = Inner {
+            containers_dir,
+            minik_binary,
+            containers: Mutex::new(containers),
+        };
+        Ok(ProcessRuntime {
+            inner: Arc::new(inner),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<ContainerId, Record>> {
+        self.inner
+            .containers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The record of `id`, refreshed from disk (an `exit.json` may have appeared).
+    fn record(&self, id: &str) -> Result<Record> {
+        let mut containers = self.lock();
+        let record = containers
+            .get_mut(id)
+            .ok_or_else(|| Error::NotFound(id.to_string()))?;
+        refresh(record);
+        Ok(record.clone())
+    }
+
+    async fn start(&self, config: ContainerConfig) -> Result<ContainerStatus> {
+        let id = container_id(&config)?;
+        let dir = self.prepare_dir(&id, &config)?;
+        let fail = |message: String| {
+            let _ = fs::remove_dir_all(&dir);
+            Error::StartFailed {
+                name: config.name.clone(),
+                message,
+            }
+        };
+        let mut cmd = tokio::process::Command::new(&self.inner.minik_binary);
+        cmd.arg("shim")
+            .arg("--state")
+            .arg(&dir)
+            .arg("--log")
+            .arg(&config.log_path)
+            .arg("--")
+            .args(&config.argv);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(fs::File::create(dir.join(shim::SHIM_LOG_FILE))?);
+        let mut child = cmd.spawn().map_err(|e| {
+            fail(format!(
+                "cannot run the shim {}: {e}",
+                self.inner.minik_binary.display()
+            ))
+        })?;
+
+        let handshake = read_handshake(&mut child).await;
+        match handshake {
+            Some(Handshake::Started(started)) => {
+                let (tx, rx) = watch::channel(false);
+                tokio::spawn(async move {
+                    let _ = child.wait().await; // reaps the shim: no zombie
+                    tx.send_replace(true);
+                });
+                info!(container = %id, pid = started.pid, argv0 = %config.argv[0], "started container");
+                let record = Record {
+                    config,
+                    dir,
+                    started,
+                    exit: None,
+                    reaped: Some(rx),
+                };
+                let status = status_of(&id, &record);
+                self.lock().insert(id, record);
+                Ok(status)
+            }
+            Some(Handshake::Failed(exit)) => {
+                let _ = child.wait().await;
+                Err(fail(
+                    exit.message
+                        .unwrap_or_else(|| format!("exit code {}", exit.exit_code)),
+                ))
+            }
+            None => {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+                // If the shim got as far as starting the process, do not leave it unsupervised.
+                if let Ok(started) = shim::read_json::<StartedRecord>(&dir.join(shim::STARTED_FILE))
+                {
+                    if same_process(started.pid, started.start_ticks) {
+                        let _ = killpg(Pid::from_raw(started.pid as i32), Signal::SIGKILL);
+                    }
+                }
+                let log = fs::read_to_string(dir.join(shim::SHIM_LOG_FILE)).unwrap_or_default();
+                Err(fail(format!(
+                    "the shim did not report a start: {}",
+                    log.trim()
+                )))
+            }
+        }
+    }
+
+    /// Creates the container's directory and its `config.json`. An exited container with the
+    /// same id is replaced; a running one is an error.
+    fn prepare_dir(&self, id: &str, config: &ContainerConfig) -> Result<PathBuf> {
+        if let Ok(existing) = self.record(id) {
+            if existing.exit.is_none() {
+                let message = format!("container {id} is already running");
+                return Err(Error::StartFailed {
+                    name: config.name.clone(),
+                    message,
+                });
+            }
+            self.lock().remove(id);
+        }
+        let dir = self.inner.containers_dir.join(id);
+        let _ = fs::remove_dir_all(&dir);
+        fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        if let Some(parent) = config.log_path.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let stored =
+            serde_json::to_vec_pretty(&StoredConfig::from(config)).map_err(std::io::Error::from)?;
+        shim::write_atomic(&dir.join(shim::CONFIG_FILE), &stored)?;
+        Ok(dir)
+    }
+
+    async fn wait(&self, id: &str) -> Result<ContainerStatus> {
+        let record = self.record(id)?;
+        // Our own shim is awaited even if `exit.json` is already there: once this returns, the
+        // shim is reaped and nothing of the container is left.
+        match record.reaped.clone() {
+            Some(mut reaped) => {
+                let _ = reaped.wait_for(|done| *done).await;
+            }
+            None if record.exit.is_none() => {
+                wait_for_exit(record.started.shim_pid, record.started.shim_start_ticks).await?;
+            }
+            None => {}
+        }
+        let mut containers = self.lock();
+        let record = containers
+            .get_mut(id)
+            .ok_or_else(|| Error::NotFound(id.to_string()))?;
+        refresh(record);
+        if record.exit.is_none() {
+            // The shim is gone (we just saw it), so this records the "unknown" exit.
+            record_lost_shim(record);
+        }
+        Ok(status_of(id, record))
+    }
+
+    async fn remove(&self, id: &str) -> Result<()> {
+        let Ok(record) = self.record(id) else {
+            return Ok(());
+        }; // CRI: removing twice is fine
+        if record.exit.is_none() {
+            self.signal(id, StopSignal::Kill)?;
+            if tokio::time::timeout(REMOVE_TIMEOUT, self.wait(id))
+                .await
+                .is_err()
+            {
+                warn!(container = %id, "container did not exit after SIGKILL; removing its record anyway");
+            }
+        }
+        self.lock().remove(id);
+        let _ = fs::remove_dir_all(&record.dir);
+        let _ = fs::remove_file(&record.config.log_path);
+        info!(container = %id, "removed container");
+        Ok(())
+    }
+
+    fn signal(&self, id: &str, signal: StopSignal) -> Result<()> {
+        let record = self.record(id)?;
+        if record.exit.is_some() || !same_process(record.started.pid, record.started.start_ticks) {
+            return Ok(()); // already exited: nothing to signal
+        }
+        let sig = match signal {
+            StopSignal::Term => Signal::SIGTERM,
+            StopSignal::Kill => Signal::SIGKILL,
+        };
+        debug!(container = %id, pid = record.started.pid, signal = %sig, "signalling container group");
+        match killpg(Pid::from_raw(record.started.pid as i32), sig) {
+            Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
+            Err(err) => Err(Error::Io(err.into())),
+        }
+    }
+}
+
+impl Runtime for ProcessRuntime {
+    fn start_container(&self, config: ContainerConfig) -> BoxFuture<'_, Result<ContainerStatus>> {
+        // Run as its own task: if the caller gives up (its future is dropped), the start still
+        // completes and the container is recorded, so it is never left running unknown.
+        let this = self.clone();
+        async move {
+            let start = tokio::spawn(async move { this.start(config).await });
+            start
+                .await
+                .map_err(|e| Error::Io(std::io::Error::other(e)))?
+        }
+        .boxed()
+    }
+
+    fn signal_container(&self, id: &str, signal: StopSignal) -> Result<()> {
+        self.signal(id, signal)
+    }
+
+    fn wait_container(&self, id: &str) -> BoxFuture<'_, Result<ContainerStatus>> {
+        let id = id.to_string();
+        async move { self.wait(&id).await }.boxed()
+    }
+
+    fn container_status(&self, id: &str) -> Option<ContainerStatus> {
+        self.record(id).ok().map(|record| status_of(id, &record))
+    }
+
+    fn list_containers(&self) -> Vec<ContainerStatus> {
+        let mut containers = self.lock();
+        containers
+            .iter_mut()
+            .map(|(id, record)| {
+                refresh(record);
+                status_of(id, record)
+            })
+            .collect()
+    }
+
+    fn remove_container(&self, id: &str) -> BoxFuture<'_, Result<()>> {
+        let id = id.to_string();
+        async move { self.remove(&id).await }.boxed()
+    }
+
+    fn exec_sync(
+        &self,
+        id: &str,
+        argv: Vec<String>,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<ExecResult>> {
+        let record = self.record(id);
+        async move {
+            let config = record?.config;
+            Ok(run_exec(&argv, &config.env, config.working_dir.as_deref(), timeout).await)
+        }
+        .boxed()
+    }
+}
+
+/// `{pod_uid}-{name}-{attempt}`, refused if it could escape the containers directory.
+fn container_id(config: &ContainerConfig) -> Result<ContainerId> {
+    let id = format!("{}-{}-{}", config.pod_uid, config.name, config.attempt);
+    let bad =
+        config.argv.is_empty() || id.contains('/') || id.contains('\0') || id.starts_with('.');
+    if bad {
+        let message = if config.argv.is_empty() {
+            "empty argv".to_string()
+        } else {
+            format!("invalid container id {id:?}")
+        };
+        return Err(Error::StartFailed {
+            name: config.name.clone(),
+            message,
+        });
+    }
+    Ok(id)
+}
+
+/// Reads the shim's one handshake line (or `None` if it ended or stalled without one).
+async fn read_handshake(child: &mut tokio::process::Child) -> Option<Handshake> {
+    let stdout = child.stdout.take()?;
+    let mut line = String::new();
+    let mut reader = BufReader::new(stdout);
+    match tokio::time::timeout(START_TIMEOUT, reader.read_line(&mut line)).await {
+        Ok(Ok(n)) if n > 0 => serde_json::from_str(&line).ok(),
+        _ => None,
+    }
+}
+
+/// Rebuilds a record from a container directory left by an earlier runtime. `None` if the
+/// container never got as far as running.
+fn adopt(dir: &Path) -> Option<Record> {
+    let config: StoredConfig = shim::read_json(&dir.join(shim::CONFIG_FILE)).ok()?;
+    let started: StartedRecord = shim::read_json(&dir.join(shim::STARTED_FILE)).ok()?;
+    let mut record = Record {
+        config: config.into(),
+        dir: dir.to_path_buf(),
+        started,
+        exit: None,
+        reaped: None,
+    };
+    refresh(&mut record);
+    Some(record)
+}
+
+/// Brings a running record up to date: loads `exit.json` if the shim has written it, and notices
+/// a shim that ended without writing one.
+fn refresh(record: &mut Record) {
+    if record.exit.is_some() {
+        return;
+    }
+    record.exit = shim::read_json(&record.dir.join(shim::EXIT_FILE)).ok();
+    if record.exit.is_none() && shim_gone(record) {
+        // The shim writes exit.json before it ends: read again in case it did so just now.
+        record.exit = shim::read_json(&record.dir.join(shim::EXIT_FILE)).ok();
+        if record.exit.is_none() {
+            record_lost_shim(record);
+        }
+    }
+}
+
+/// Has the container's shim ended? Our own child: its reaper task says so. Adopted: its pid no
+/// longer exists with the recorded start time.
+fn shim_gone(record: &Record) -> bool {
+    match &record.reaped {
+        Some(reaped) => *reaped.borrow(),
+        None => !same_process(record.started.shim_pid, record.started.shim_start_ticks),
+    }
+}
+
+/// The shim died without recording an exit (it was SIGKILLed): nobody supervises the group any
+/// more, so kill it, and record exit code 255 ("unknown") with an explanation.
+fn record_lost_shim(record: &mut Record) {
+    let StartedRecord {
+        pid, start_ticks, ..
+    } = record.started;
+    if same_process(pid, start_ticks) {
+        let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+    }
+    warn!(pid, "container shim ended without recording an exit status");
+    let exit = ExitRecord {
+        exit_code: UNKNOWN_EXIT_CODE,
+        started_at: record.started.started_at,
+        finished_at: Timestamp::now(),
+        message: Some("the container's shim died; exit status unknown".into()),
+    };
+    if let Ok(bytes) = serde_json::to_vec(&exit) {
+        let _ = shim::write_atomic(&record.dir.join(shim::EXIT_FILE), &bytes);
+    }
+    record.exit = Some(exit);
+}
+
+/// True if `pid` is alive (not a zombie) and is the process that started at `start_ticks`, not
+/// a recycled pid.
+fn same_process(pid: u32, start_ticks: u64) -> bool {
+    shim::proc_stat(pid)
+        .is_some_and(|stat| stat.start_ticks == start_ticks && !matches!(stat.state, 'Z' | 'X'))
+}
+
+/// Waits for a process that is not our child to end, through a pidfd (readable once it exits).
+async fn wait_for_exit(pid: u32, start_ticks: u64) -> Result<()> {
+    let Some(raw) = rustix::process::Pid::from_raw(pid as i32) else {
+        return Ok(());
+    };
+    let fd = match rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::SRCH) => return Ok(()),
+        Err(err) => return Err(Error::Io(err.into())),
+    };
+    // Checked after opening: if the pid had been recycled before, the pidfd is for a stranger.
+    if !same_process(pid, start_ticks) {
+        return Ok(());
+    }
+    let fd = register_readable(fd)?;
+    let _ = fd.readable().await?;
+    Ok(())
+}
+
+/// Registers a pidfd with tokio's reactor. The only `unsafe` of the runtime: tokio requires the
+/// registered fd to stay open and unchanged while the `AsyncFd` lives, which an [`OwnedFd`] moved
+/// into it guarantees (nobody else can close or replace it).
+#[allow(unsafe_code)]
+fn register_readable(fd: OwnedFd) -> std::io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
+    // SAFETY: `fd` is an open, owned descriptor; ownership moves into the AsyncFd.
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+        .map_err(std::io::Error::from)
+}
+
+fn status_of(id: &str, record: &Record) -> ContainerStatus {
+    let state = match &record.exit {
+        None => ContainerState::Running {
+            pid: record.started.pid,
+            started_at: record.started.started_at,
+        },
+        Some(exit) => ContainerState::Exited {
+            started_at: exit.started_at,
+            finished_at: exit.finished_at,
+            exit_code: exit.exit_code,
+        },
+    };
+    ContainerStatus {
+        id: id.to_string(),
+        config: record.config.clone(),
+        state,
+    }
+}
