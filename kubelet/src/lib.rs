@@ -1,1 +1,265 @@
-//! minik-kubelet: placeholder while the crate is being built.
+//! minik-kubelet: the node agent that runs pods as real processes and reports them back.
+//!
+//! Kubernetes counterpart: the kubelet (`cmd/kubelet`, `pkg/kubelet/`). Like the real one it
+//! learns about its pods only by watching the apiserver (`spec.nodeName=<node>`), runs one worker
+//! per pod, drives a container runtime through a narrow CRI-like trait (`cri/`), and writes pod
+//! status, Events, its Node and a Lease back. The loop, in five bullets:
+//!
+//! 1. register the Node (`node.rs`) and keep its Lease fresh;
+//! 2. watch this node's pods and keep one worker per pod (`sync_loop.rs`, `pod_worker.rs`);
+//! 3. each worker asks the pure planner what to do (`sync.rs`) and applies it (`sync_pod.rs`):
+//!    sandbox (IP + volumes, `sandbox.rs`), init containers in order, app containers, hooks
+//!    (`hooks.rs`), probes (`probes.rs`), restarts with CrashLoopBackOff;
+//! 4. it reports the status computed by `status.rs` only when it changed;
+//! 5. a pod with a `deletionTimestamp` is stopped per the grace rules (`terminate.rs`,
+//!    `sync_terminating_pod.rs`) and then removed from the API.
+//!
+//! Container logs are served on `listen` (`server.rs`) for the apiserver's `pods/log` proxy.
+//!
+//! **Shutdown policy (a documented choice, as the real kubelet):** when the kubelet stops, it
+//! leaves the pods' processes running (each is supervised by its own `minik shim`). When it starts
+//! again it adopts them from the runtime — matching pod uid, container name and attempt — so
+//! nothing is killed or started twice; containers of pods that were deleted or moved meanwhile
+//! are stopped and cleaned up. Stopping the pods themselves is `minik down`'s job (it deletes
+//! them through the API first).
+//!
+//! minik simplifies: no pause containers, images, cgroups, resource enforcement, static pods,
+//! eviction or node pressure; the node is always Ready.
+//!
+//! Read next: `sync.rs` (the plan), then `pod_worker.rs`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn};
+
+pub mod container;
+pub mod cri;
+pub mod hooks;
+pub mod images;
+pub mod network;
+pub mod node;
+pub mod phase;
+pub mod pod_worker;
+pub mod probes;
+pub mod reporter;
+pub mod sandbox;
+pub mod server;
+pub mod shim;
+pub mod status;
+pub mod sync;
+pub mod sync_loop;
+mod sync_pod;
+mod sync_terminating_pod;
+pub mod terminate;
+pub mod volumes;
+// Hollow (kwok-style) nodes for `minik bench`; owned by the performance helper.
+pub mod hollow;
+
+pub mod args;
+pub use args::Args;
+
+#[cfg(test)]
+mod pod_worker_tests;
+#[cfg(test)]
+mod testutil;
+
+/// Errors that stop the kubelet.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A flag or setting cannot work (a non-loopback listen address, a bad server URL …).
+    #[error("invalid kubelet configuration: {0}")]
+    Config(String),
+    /// The container runtime could not be opened.
+    #[error(transparent)]
+    Runtime(#[from] cri::Error),
+    /// The pod network state could not be opened.
+    #[error(transparent)]
+    Network(#[from] network::Error),
+    /// A file or socket operation failed.
+    #[error("kubelet i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    /// The apiserver client failed in a way that cannot be retried (boxed: it is large).
+    #[error(transparent)]
+    Client(Box<minik_client::Error>),
+}
+
+impl From<minik_client::Error> for Error {
+    fn from(error: minik_client::Error) -> Self {
+        Error::Client(Box::new(error))
+    }
+}
+
+/// Result with the kubelet's [`Error`] as default.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Node capacity (also reported as allocatable).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capacity {
+    /// CPU cores, as a quantity (`4`, `3500m`).
+    pub cpu: String,
+    /// Memory, as a quantity (`8Gi`, `16303212Ki`).
+    pub memory: String,
+    /// The most pods this node takes.
+    pub pods: String,
+}
+
+impl Default for Capacity {
+    /// The host's cores and memory, and upstream's 110 pods.
+    fn default() -> Self {
+        let (cpu, memory) = node::host_capacity();
+        Capacity {
+            cpu,
+            memory,
+            pods: "110".into(),
+        }
+    }
+}
+
+/// How one kubelet runs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The apiserver URL, e.g. `http://127.0.0.1:6443`.
+    pub server: String,
+    /// This node's name (`node-1`).
+    pub node_name: String,
+    /// Where containers, logs, volumes and IP allocations are kept.
+    pub root_dir: PathBuf,
+    /// This node's pod CIDR (`127.244.1.0/24`).
+    pub pod_cidr: String,
+    /// The logs server's address (loopback only; port 0 picks one).
+    pub listen: SocketAddr,
+    /// The `minik` binary: runs `shim` and the built-in images.
+    pub minik_binary: PathBuf,
+    /// Capacity and allocatable.
+    pub capacity: Capacity,
+    /// Lease renewal period (10 s upstream).
+    pub heartbeat_interval: Duration,
+    /// First CrashLoopBackOff delay (10 s upstream; small in tests).
+    pub backoff_base: Duration,
+    /// Longest CrashLoopBackOff delay (300 s upstream).
+    pub backoff_max: Duration,
+}
+
+/// Runs the kubelet until `shutdown`; returns after its tasks have finished (pods keep running).
+pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
+    if !config.listen.ip().is_loopback() {
+        return Err(Error::Config(format!(
+            "--listen {} is not a loopback address",
+            config.listen
+        )));
+    }
+    let (api_host, api_port) = api_address(&config.server)?;
+    std::fs::create_dir_all(&config.root_dir)?;
+    let runtime: Arc<dyn cri::Runtime> = Arc::new(cri::process::ProcessRuntime::new(
+        config.root_dir.clone(),
+        config.minik_binary.clone(),
+    )?);
+    let sandbox = Arc::new(sandbox::NodeSandbox::open(
+        &config.root_dir,
+        &config.pod_cidr,
+    )?);
+    let client = minik_client::Client::new(&config.server)?;
+    let tracker = TaskTracker::new();
+
+    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    let port = listener.local_addr()?.port();
+    let router = server::router(server::ServerState {
+        runtime: runtime.clone(),
+        shutdown: shutdown.clone(),
+    });
+    let serve_shutdown = shutdown.clone();
+    tracker.spawn(async move {
+        let serve =
+            axum::serve(listener, router).with_graceful_shutdown(serve_shutdown.cancelled_owned());
+        if let Err(error) = serve.await {
+            warn!(%error, "logs server failed");
+        }
+    });
+    info!(node = %config.node_name, port, "serving container logs");
+
+    let (reporter, event_writer) =
+        reporter::ApiReporter::new(client.clone(), &config.node_name, shutdown.clone());
+    tracker.spawn(event_writer);
+    let node_info = node::NodeInfo {
+        name: config.node_name.clone(),
+        pod_cidr: config.pod_cidr.clone(),
+        capacity: [
+            ("cpu", &config.capacity.cpu),
+            ("memory", &config.capacity.memory),
+            ("pods", &config.capacity.pods),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect(),
+        kubelet_port: port,
+    };
+    if register_until_done(&client, &node_info, &shutdown).await {
+        tracker.spawn(node::heartbeat(
+            client.clone(),
+            node_info,
+            config.heartbeat_interval,
+            shutdown.clone(),
+        ));
+        let ctx = Arc::new(pod_worker::WorkerContext {
+            runtime,
+            reporter,
+            sandbox,
+            node_name: config.node_name.clone(),
+            host_ip: "127.0.0.1".into(),
+            root_dir: config.root_dir.clone(),
+            minik_binary: config.minik_binary.clone(),
+            api_host,
+            api_port,
+            backoff: sync::BackoffPolicy {
+                base: config.backoff_base,
+                max: config.backoff_max,
+            },
+            tracker: tracker.clone(),
+        });
+        sync_loop::sync_loop(ctx, client, shutdown.clone()).await;
+    }
+    shutdown.cancel();
+    tracker.close();
+    if tokio::time::timeout(Duration::from_secs(10), tracker.wait())
+        .await
+        .is_err()
+    {
+        warn!("kubelet tasks did not finish within 10s");
+    }
+    info!(node = %config.node_name, "kubelet stopped; pods left running");
+    Ok(())
+}
+
+/// Registers the node, retrying every second until it works; false if shutdown came first.
+async fn register_until_done(
+    client: &minik_client::Client,
+    info: &node::NodeInfo,
+    shutdown: &CancellationToken,
+) -> bool {
+    loop {
+        match node::register_node(client, info).await {
+            Ok(()) => return true,
+            Err(error) => warn!(node = %info.name, %error, "could not register node, retrying"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return false,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}
+
+/// `KUBERNETES_SERVICE_HOST` and `_PORT` from the server URL.
+fn api_address(server: &str) -> Result<(String, String)> {
+    let url = reqwest::Url::parse(server)
+        .map_err(|e| Error::Config(format!("--server {server}: {e}")))?;
+    let host = url
+        .host_str()
+        .ok_or_else(|| Error::Config(format!("--server {server} has no host")))?;
+    let port = url.port_or_known_default().unwrap_or(80);
+    Ok((host.trim_matches(['[', ']']).to_string(), port.to_string()))
+}

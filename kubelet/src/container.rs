@@ -1,0 +1,375 @@
+//! From a container in a pod spec to the exact process the runtime starts: argv, environment, logs.
+//!
+//! Kubernetes counterpart: `generateContainerConfig` in
+//! `pkg/kubelet/kuberuntime/kuberuntime_container.go` and `makeEnvironmentVariables` in
+//! `pkg/kubelet/kubelet_pods.go` (the spec's `env`, `valueFrom.fieldRef`, `$(VAR)` expansion in
+//! `command`/`args`), plus the image pull step (`pkg/kubelet/images/image_manager.go`).
+//!
+//! minik simplifies: there are no images. A container with a `command` runs that host program
+//! (argv exactly as given, no shell). A container without one must use a built-in "image":
+//! `minik/web` (aliases `nginx`, `nginx:*`) runs `{minik} image web`, `minik/sleep` runs
+//! `{minik} image sleep`; the `args` follow. Anything else fails like an image pull would
+//! (`ErrImagePull`). The environment is built from scratch (nothing leaks from the kubelet
+//! except `PATH` and `HOME`), with the variables a pod needs to find itself and the API server.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
+
+use crate::cri::ContainerConfig;
+
+/// What the kubelet knows about the node and the pod that goes into every container's config.
+#[derive(Clone, Debug, Default)]
+pub struct PodContext {
+    /// The pod's IP (`POD_IP`, `status.podIP`).
+    pub pod_ip: String,
+    /// This node (`NODE_NAME`, `spec.nodeName`).
+    pub node_name: String,
+    /// The API server's address as `(host, port)`, for `KUBERNETES_SERVICE_HOST`/`_PORT`.
+    pub api_host: String,
+    /// See `api_host`.
+    pub api_port: String,
+    /// The `minik` binary that runs built-in images.
+    pub minik_binary: PathBuf,
+    /// The kubelet's own `PATH`, so host programs resolve.
+    pub path: String,
+    /// `HOME` for the processes.
+    pub home: String,
+    /// Extra variables per container name (volume mounts, from `volumes.rs`).
+    pub volume_env: BTreeMap<String, BTreeMap<String, String>>,
+    /// The directory holding the pod's container logs.
+    pub log_dir: PathBuf,
+    /// Each container's own directory, its working directory when the spec names none.
+    pub working_dirs: BTreeMap<String, PathBuf>,
+}
+
+/// A container whose image is not one of minik's built-in programs.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ImageError {
+    /// The text shown as the waiting message and in the `Failed` event.
+    pub message: String,
+}
+
+/// The built-in program an image names, if any (`web` or `sleep`; see `images/mod.rs`).
+pub fn builtin_image(image: &str) -> Option<&'static str> {
+    crate::images::builtin_for_image(image)
+}
+
+/// The message of an image minik cannot run.
+pub fn image_error(image: &str) -> ImageError {
+    ImageError {
+        message: format!(
+            "minik runs no container images: image \"{image}\" is not a built-in program (minik/web, nginx); \
+             set command to run a host program"
+        ),
+    }
+}
+
+/// The argv to run: `command` + `args` (with `$(VAR)` expanded), or the built-in image's program.
+pub fn resolve_argv(
+    container: &Container,
+    minik_binary: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<Vec<String>, ImageError> {
+    let args = container.args.iter().flatten().map(|a| expand(a, env));
+    let command: Vec<String> = container
+        .command
+        .iter()
+        .flatten()
+        .map(|c| expand(c, env))
+        .collect();
+    if !command.is_empty() {
+        return Ok(command.into_iter().chain(args).collect());
+    }
+    let image = container.image.as_deref().unwrap_or_default();
+    let program = builtin_image(image).ok_or_else(|| image_error(image))?;
+    let head = [
+        minik_binary.display().to_string(),
+        "image".into(),
+        program.into(),
+    ];
+    Ok(head.into_iter().chain(args).collect())
+}
+
+/// The container's environment: PATH and HOME, the pod's own variables, then the spec's `env`.
+pub fn build_env(pod: &Pod, container: &Container, ctx: &PodContext) -> BTreeMap<String, String> {
+    let meta = &pod.metadata;
+    let mut env = BTreeMap::from([
+        ("PATH".to_string(), ctx.path.clone()),
+        ("HOME".to_string(), ctx.home.clone()),
+        (
+            "POD_NAME".to_string(),
+            meta.name.clone().unwrap_or_default(),
+        ),
+        (
+            "POD_NAMESPACE".to_string(),
+            meta.namespace.clone().unwrap_or_default(),
+        ),
+        ("POD_IP".to_string(), ctx.pod_ip.clone()),
+        ("NODE_NAME".to_string(), ctx.node_name.clone()),
+        ("KUBERNETES_SERVICE_HOST".to_string(), ctx.api_host.clone()),
+        ("KUBERNETES_SERVICE_PORT".to_string(), ctx.api_port.clone()),
+    ]);
+    env.extend(
+        ctx.volume_env
+            .get(&container.name)
+            .cloned()
+            .unwrap_or_default(),
+    );
+    for var in container.env.iter().flatten() {
+        let value = env_value(pod, var, ctx, &env);
+        env.insert(var.name.clone(), value);
+    }
+    let first_port = container
+        .ports
+        .iter()
+        .flatten()
+        .next()
+        .map(|p| p.container_port);
+    if let Some(port) = first_port {
+        env.entry("MINIK_CONTAINER_PORT".into())
+            .or_insert_with(|| port.to_string());
+        env.entry("PORT".into()).or_insert_with(|| port.to_string());
+    }
+    env
+}
+
+/// One `env` entry: a literal (with `$(VAR)` expansion) or a `fieldRef` to the pod itself.
+fn env_value(pod: &Pod, var: &EnvVar, ctx: &PodContext, env: &BTreeMap<String, String>) -> String {
+    if let Some(value) = &var.value {
+        return expand(value, env);
+    }
+    let field = var
+        .value_from
+        .as_ref()
+        .and_then(|v| v.field_ref.as_ref())
+        .map(|f| f.field_path.as_str());
+    let meta = &pod.metadata;
+    match field {
+        Some("metadata.name") => meta.name.clone().unwrap_or_default(),
+        Some("metadata.namespace") => meta.namespace.clone().unwrap_or_default(),
+        Some("metadata.uid") => meta.uid.clone().unwrap_or_default(),
+        Some("status.podIP") => ctx.pod_ip.clone(),
+        Some("status.hostIP") => "127.0.0.1".into(),
+        Some("spec.nodeName") => ctx.node_name.clone(),
+        Some("spec.serviceAccountName") => pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.service_account_name.clone())
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// Kubernetes' `$(VAR)` expansion: known variables are replaced, `$$` escapes, the rest stays.
+pub fn expand(text: &str, env: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let tail = &rest[pos..];
+        if let Some(after) = tail.strip_prefix("$$") {
+            out.push('$');
+            rest = after;
+        } else if let Some((name, after)) = tail.strip_prefix("$(").and_then(|t| t.split_once(')'))
+        {
+            match env.get(name) {
+                Some(value) => out.push_str(value),
+                None => out.push_str(&tail[..name.len() + 3]),
+            }
+            rest = after;
+        } else {
+            out.push('$');
+            rest = &tail[1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The full runtime config for one attempt of a container.
+pub fn container_config(
+    pod: &Pod,
+    container: &Container,
+    attempt: u32,
+    ctx: &PodContext,
+) -> Result<ContainerConfig, ImageError> {
+    let env = build_env(pod, container, ctx);
+    let argv = resolve_argv(container, &ctx.minik_binary, &env)?;
+    Ok(ContainerConfig {
+        pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
+        pod_key: format!(
+            "{}/{}",
+            pod.metadata.namespace.as_deref().unwrap_or_default(),
+            pod.metadata.name.as_deref().unwrap_or_default()
+        ),
+        name: container.name.clone(),
+        attempt,
+        argv,
+        env,
+        working_dir: container
+            .working_dir
+            .as_ref()
+            .map(PathBuf::from)
+            .or_else(|| ctx.working_dirs.get(&container.name).cloned()),
+        log_path: ctx
+            .log_dir
+            .join(&container.name)
+            .join(format!("{attempt}.log")),
+    })
+}
+
+/// `{root}/logs/{ns}_{name}_{uid}`, as upstream's `/var/log/pods/<ns>_<name>_<uid>`.
+pub fn pod_log_dir(root_dir: &Path, pod: &Pod) -> PathBuf {
+    let meta = &pod.metadata;
+    root_dir.join("logs").join(format!(
+        "{}_{}_{}",
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+        meta.uid.as_deref().unwrap_or_default()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{container, pod};
+    use k8s_openapi::api::core::v1::{ContainerPort, EnvVarSource, ObjectFieldSelector};
+
+    fn ctx() -> PodContext {
+        PodContext {
+            pod_ip: "127.244.1.7".into(),
+            node_name: "node-1".into(),
+            api_host: "127.0.0.1".into(),
+            api_port: "6443".into(),
+            minik_binary: PathBuf::from("/usr/bin/minik"),
+            path: "/usr/bin:/bin".into(),
+            home: "/root".into(),
+            log_dir: PathBuf::from("/tmp/logs"),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn nginx_and_minik_web_run_the_builtin_web_server_with_args_after() {
+        let mut web = container("web");
+        web.args = Some(vec!["--delay".into(), "1s".into()]);
+        let argv =
+            resolve_argv(&web, Path::new("/usr/bin/minik"), &BTreeMap::new()).expect("built-in");
+        assert_eq!(argv, ["/usr/bin/minik", "image", "web", "--delay", "1s"]);
+        assert_eq!(builtin_image("nginx:1.27"), Some("web"));
+        assert_eq!(builtin_image("minik/sleep"), Some("sleep"));
+    }
+
+    #[test]
+    fn unknown_image_without_command_is_an_image_error_naming_the_image() {
+        let mut other = container("db");
+        other.image = Some("postgres:16".into());
+        let error =
+            resolve_argv(&other, Path::new("minik"), &BTreeMap::new()).expect_err("not built in");
+        assert_eq!(
+            error.message,
+            "minik runs no container images: image \"postgres:16\" is not a built-in program (minik/web, nginx); \
+             set command to run a host program"
+        );
+    }
+
+    #[test]
+    fn command_and_args_are_the_exact_argv_with_var_expansion() {
+        let mut sh = container("sh");
+        sh.image = Some("busybox".into());
+        sh.command = Some(vec!["sh".into(), "-c".into()]);
+        sh.args = Some(vec!["echo $(POD_NAME) $$(POD_NAME) $(MISSING)".into()]);
+        let env = BTreeMap::from([("POD_NAME".to_string(), "web".to_string())]);
+        let argv = resolve_argv(&sh, Path::new("minik"), &env).expect("host program");
+        assert_eq!(argv, ["sh", "-c", "echo web $(POD_NAME) $(MISSING)"]);
+    }
+
+    #[test]
+    fn environment_has_pod_identity_api_address_spec_env_and_port() {
+        let pod = pod(&["web"], "Always");
+        let mut web = container("web");
+        web.ports = Some(vec![ContainerPort {
+            container_port: 8080,
+            ..Default::default()
+        }]);
+        let field = |path: &str| EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        web.env = Some(vec![
+            EnvVar {
+                name: "GREETING".into(),
+                value: Some("hi $(POD_NAME)".into()),
+                ..Default::default()
+            },
+            EnvVar {
+                name: "MY_UID".into(),
+                value_from: Some(field("metadata.uid")),
+                ..Default::default()
+            },
+            EnvVar {
+                name: "MY_IP".into(),
+                value_from: Some(field("status.podIP")),
+                ..Default::default()
+            },
+        ]);
+        let env = build_env(&pod, &web, &ctx());
+        for (key, value) in [
+            ("POD_NAME", "web"),
+            ("POD_NAMESPACE", "default"),
+            ("POD_IP", "127.244.1.7"),
+            ("NODE_NAME", "node-1"),
+            ("KUBERNETES_SERVICE_HOST", "127.0.0.1"),
+            ("KUBERNETES_SERVICE_PORT", "6443"),
+            ("GREETING", "hi web"),
+            ("MY_UID", "uid-1"),
+            ("MY_IP", "127.244.1.7"),
+            ("PORT", "8080"),
+            ("PATH", "/usr/bin:/bin"),
+        ] {
+            assert_eq!(env.get(key).map(String::as_str), Some(value), "{key}");
+        }
+    }
+
+    #[test]
+    fn explicit_port_env_wins_over_container_port() {
+        let pod = pod(&["web"], "Always");
+        let mut web = container("web");
+        web.ports = Some(vec![ContainerPort {
+            container_port: 8080,
+            ..Default::default()
+        }]);
+        web.env = Some(vec![EnvVar {
+            name: "PORT".into(),
+            value: Some("9000".into()),
+            ..Default::default()
+        }]);
+        assert_eq!(
+            build_env(&pod, &web, &ctx())
+                .get("PORT")
+                .map(String::as_str),
+            Some("9000")
+        );
+    }
+
+    #[test]
+    fn config_names_the_attempt_and_its_log_file() {
+        let pod = pod(&["web"], "Always");
+        let config = container_config(&pod, &container("web"), 3, &ctx()).expect("config");
+        assert_eq!(
+            (
+                config.pod_uid.as_str(),
+                config.pod_key.as_str(),
+                config.attempt
+            ),
+            ("uid-1", "default/web", 3)
+        );
+        assert_eq!(config.log_path, PathBuf::from("/tmp/logs/web/3.log"));
+    }
+}

@@ -1,0 +1,269 @@
+//! The pod phase, the pod conditions and the QoS class, derived from container statuses.
+//!
+//! Kubernetes counterpart: `getPhase` (`pkg/kubelet/kubelet_pods.go`), the condition
+//! generators in `pkg/kubelet/status/generate.go` and `GetPodQOS`
+//! (`pkg/apis/core/v1/helper/qos/qos.go`). `status.rs` builds the container statuses; this file
+//! reads them back the way upstream does, so the phase can never disagree with what a client sees
+//! in `containerStatuses`.
+//!
+//! minik simplifies: no `Unknown` phase (the kubelet always knows its processes), no readiness
+//! gates, and `PodReadyToStartContainers` is True as soon as the pod has its IP.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{ContainerStatus as ApiStatus, Pod, PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::status::PodView;
+use crate::sync::restart_policy;
+
+/// How one container counts towards the phase (upstream's `running`, `waiting`, `stopped` …).
+#[derive(Default)]
+struct Counts {
+    running: usize,
+    waiting: usize,
+    stopped: usize,
+    succeeded: usize,
+    failed: usize,
+}
+
+/// Phase rules of `getPhase`, plus two kubelet facts: a phase once final stays final, and a pod
+/// the kubelet stopped (deletion) ends Succeeded only if every container exited 0, else Failed.
+pub fn phase(
+    view: &PodView<'_>,
+    init: &[ApiStatus],
+    app: &[ApiStatus],
+    old: Option<&str>,
+) -> String {
+    if let Some(done @ ("Succeeded" | "Failed")) = old {
+        return done.to_string();
+    }
+    let policy = restart_policy(view.pod);
+    let counts = count(app);
+    if view.terminated_by_kubelet {
+        let all_ok = counts.stopped == app.len() && counts.failed == 0;
+        return if all_ok && counts.running == 0 {
+            "Succeeded"
+        } else {
+            "Failed"
+        }
+        .into();
+    }
+    let pending_init = init.iter().any(|s| !exited_zero(s));
+    let failed_init = init
+        .iter()
+        .any(|s| last_exit(s).is_some_and(|code| code != 0));
+    let phase = match () {
+        _ if pending_init && failed_init && policy == "Never" => "Failed",
+        _ if pending_init => "Pending",
+        _ if counts.waiting > 0 => "Pending",
+        _ if counts.running > 0 => "Running",
+        _ if counts.stopped > 0 && policy == "Always" => "Running",
+        _ if counts.stopped > 0 && counts.stopped == counts.succeeded => "Succeeded",
+        _ if counts.stopped > 0 && policy == "Never" => "Failed",
+        _ if counts.stopped > 0 => "Running",
+        _ => "Pending",
+    };
+    phase.to_string()
+}
+
+fn count(statuses: &[ApiStatus]) -> Counts {
+    let mut counts = Counts::default();
+    for status in statuses {
+        let state = status.state.clone().unwrap_or_default();
+        if state.running.is_some() {
+            counts.running += 1;
+            continue;
+        }
+        match last_exit(status) {
+            Some(code) => {
+                counts.stopped += 1;
+                if code == 0 {
+                    counts.succeeded += 1;
+                } else {
+                    counts.failed += 1;
+                }
+            }
+            None => counts.waiting += 1,
+        }
+    }
+    counts
+}
+
+/// The exit code of the container's current or last termination, if it ever terminated.
+fn last_exit(status: &ApiStatus) -> Option<i32> {
+    let state = status.state.as_ref()?;
+    if let Some(terminated) = &state.terminated {
+        return Some(terminated.exit_code);
+    }
+    if state.waiting.is_some() {
+        return status
+            .last_state
+            .as_ref()?
+            .terminated
+            .as_ref()
+            .map(|t| t.exit_code);
+    }
+    None
+}
+
+fn exited_zero(status: &ApiStatus) -> bool {
+    status
+        .state
+        .as_ref()
+        .and_then(|s| s.terminated.as_ref())
+        .is_some_and(|t| t.exit_code == 0)
+}
+
+/// PodScheduled (kept), PodReadyToStartContainers, Initialized, ContainersReady and Ready.
+pub fn conditions(
+    view: &PodView<'_>,
+    old: &PodStatus,
+    init: &[ApiStatus],
+    app: &[ApiStatus],
+    phase: &str,
+) -> Vec<PodCondition> {
+    let finished = phase == "Succeeded" || phase == "Failed";
+    let incomplete: Vec<&str> = init
+        .iter()
+        .filter(|s| !exited_zero(s))
+        .map(|s| s.name.as_str())
+        .collect();
+    let unready: Vec<&str> = app
+        .iter()
+        .filter(|s| !s.ready)
+        .map(|s| s.name.as_str())
+        .collect();
+    let sandbox = view.pod_ip.is_some() && !finished;
+    let initialized = incomplete.is_empty();
+    let ready_reason = match () {
+        _ if phase == "Succeeded" => Some("PodCompleted"),
+        _ if !unready.is_empty() || finished => Some("ContainersNotReady"),
+        _ => None,
+    };
+    let ready_message = (!unready.is_empty())
+        .then(|| format!("containers with unready status: [{}]", unready.join(" ")));
+    let init_message = (!initialized).then(|| {
+        format!(
+            "containers with incomplete status: [{}]",
+            incomplete.join(" ")
+        )
+    });
+    let ready = unready.is_empty() && !finished;
+    let mut conditions = vec![scheduled(old, view.now)];
+    conditions.push(condition(
+        old,
+        "PodReadyToStartContainers",
+        sandbox,
+        None,
+        None,
+        view.now,
+    ));
+    let init_reason = (!initialized).then_some("ContainersNotInitialized");
+    conditions.push(condition(
+        old,
+        "Initialized",
+        initialized,
+        init_reason,
+        init_message,
+        view.now,
+    ));
+    conditions.push(condition(
+        old,
+        "ContainersReady",
+        ready,
+        ready_reason,
+        ready_message.clone(),
+        view.now,
+    ));
+    conditions.push(condition(
+        old,
+        "Ready",
+        ready,
+        ready_reason,
+        ready_message,
+        view.now,
+    ));
+    conditions
+}
+
+/// The scheduler owns PodScheduled; the kubelet only keeps it (or fills it in for a hand-bound pod).
+fn scheduled(old: &PodStatus, now: Timestamp) -> PodCondition {
+    old.conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "PodScheduled")
+        .cloned()
+        .unwrap_or_else(|| PodCondition {
+            type_: "PodScheduled".into(),
+            status: "True".into(),
+            last_transition_time: Some(Time(now)),
+            ..Default::default()
+        })
+}
+
+/// A condition whose `lastTransitionTime` only moves when its status flips.
+fn condition(
+    old: &PodStatus,
+    type_: &str,
+    value: bool,
+    reason: Option<&str>,
+    message: Option<String>,
+    now: Timestamp,
+) -> PodCondition {
+    let status = if value { "True" } else { "False" };
+    let previous = old.conditions.iter().flatten().find(|c| c.type_ == type_);
+    let transition = match previous {
+        Some(p) if p.status == status => p.last_transition_time.clone(),
+        _ => Some(Time(now)),
+    };
+    PodCondition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: if value {
+            None
+        } else {
+            reason.map(str::to_string)
+        },
+        message: if value { None } else { message },
+        last_transition_time: transition,
+        ..Default::default()
+    }
+}
+
+/// `GetPodQOS`: BestEffort without any request or limit; Guaranteed when every container limits
+/// cpu and memory and requests equal limits; Burstable otherwise.
+pub fn qos_class(pod: &Pod) -> &'static str {
+    let Some(spec) = pod.spec.as_ref() else {
+        return "BestEffort";
+    };
+    let containers: Vec<_> = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(spec.containers.iter())
+        .collect();
+    let mut any = false;
+    let mut guaranteed = true;
+    for container in containers {
+        let resources = container.resources.clone().unwrap_or_default();
+        let requests = resources.requests.unwrap_or_default();
+        let limits = resources.limits.unwrap_or_default();
+        let relevant = |map: &std::collections::BTreeMap<String, Quantity>| {
+            map.keys().any(|k| k == "cpu" || k == "memory")
+        };
+        any |= relevant(&requests) || relevant(&limits);
+        for resource in ["cpu", "memory"] {
+            let limit = limits.get(resource);
+            let request = requests.get(resource).or(limit);
+            if limit.is_none() || request != limit {
+                guaranteed = false;
+            }
+        }
+    }
+    match () {
+        _ if !any => "BestEffort",
+        _ if guaranteed => "Guaranteed",
+        _ => "Burstable",
+    }
+}

@@ -1,0 +1,160 @@
+//! The pod "sandbox": what a pod gets before its containers start (its IP and its volumes).
+//!
+//! Kubernetes counterpart: `RunPodSandbox` / `StopPodSandbox` in the CRI, which call the CNI
+//! plugin (an IP per pod) and, around it, the volume manager's `WaitForAttachAndMount`
+//! (`pkg/kubelet/volumemanager`). minik has no pause container: a sandbox is just the pod's
+//! loopback IP (`network.rs`) and its volume directories (`volumes.rs`), and the per-container
+//! environment variables that tell a process where its `volumeMounts` live.
+//!
+//! The pod worker talks to the [`PodSandbox`] trait so that its tests can use [`FakeSandbox`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::network::IpAllocator;
+use crate::volumes;
+
+/// What a pod got from its sandbox.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Sandbox {
+    /// The pod's IP, from the node's pod CIDR.
+    pub ip: String,
+    /// Extra environment per container name (where each volume mount lives).
+    pub volume_env: BTreeMap<String, BTreeMap<String, String>>,
+    /// Each container's own directory (its default working directory).
+    pub working_dirs: BTreeMap<String, PathBuf>,
+}
+
+/// Sets up and tears down pod sandboxes.
+pub trait PodSandbox: Send + Sync + 'static {
+    /// Allocates the pod's IP (the same one again for a pod that already has one) and prepares
+    /// its volumes. Errors are messages for a `FailedCreatePodSandBox` event.
+    fn setup<'a>(&'a self, pod: &'a Pod) -> BoxFuture<'a, Result<Sandbox, String>>;
+
+    /// Releases the IP and removes the pod's volumes (emptyDir) for the pod with this uid.
+    fn teardown<'a>(&'a self, uid: &'a str) -> BoxFuture<'a, ()>;
+
+    /// The uids that hold a sandbox now (to clean up pods that vanished while we were down).
+    fn allocated(&self) -> Vec<String>;
+}
+
+/// The real sandbox: the node's IP allocator (`network.rs`) and volume manager (`volumes.rs`).
+pub struct NodeSandbox {
+    root: PathBuf,
+    ips: IpAllocator,
+}
+
+impl NodeSandbox {
+    /// Opens the allocator state under `root` for the node's `pod_cidr`.
+    pub fn open(root: &Path, pod_cidr: &str) -> Result<Self, crate::network::Error> {
+        let ips = IpAllocator::open(&root.join("network").join("allocations.json"), pod_cidr)?;
+        Ok(NodeSandbox {
+            root: root.to_path_buf(),
+            ips,
+        })
+    }
+
+    fn setup_now(&self, pod: &Pod) -> Result<Sandbox, String> {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let ip = self.ips.allocate(&uid).map_err(|e| e.to_string())?;
+        let plan = volumes::plan(&self.root, &uid, pod).map_err(|e| e.to_string())?;
+        volumes::setup(&self.root, &uid, &plan).map_err(|e| e.to_string())?;
+        let spec = pod.spec.clone().unwrap_or_default();
+        let mut sandbox = Sandbox {
+            ip: ip.to_string(),
+            ..Default::default()
+        };
+        for container in spec
+            .init_containers
+            .iter()
+            .flatten()
+            .chain(spec.containers.iter())
+        {
+            let dir = volumes::container_root(&self.root, &uid, &container.name);
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            sandbox.volume_env.insert(
+                container.name.clone(),
+                plan.env_for(&self.root, &uid, &container.name),
+            );
+            sandbox.working_dirs.insert(container.name.clone(), dir);
+        }
+        Ok(sandbox)
+    }
+}
+
+impl PodSandbox for NodeSandbox {
+    fn setup<'a>(&'a self, pod: &'a Pod) -> BoxFuture<'a, Result<Sandbox, String>> {
+        let result = self.setup_now(pod);
+        Box::pin(async move { result })
+    }
+
+    fn teardown<'a>(&'a self, uid: &'a str) -> BoxFuture<'a, ()> {
+        if let Err(error) = self.ips.release(uid) {
+            tracing::warn!(pod_uid = uid, %error, "could not release pod ip");
+        }
+        if let Err(error) = volumes::teardown(&self.root, uid) {
+            tracing::warn!(pod_uid = uid, %error, "could not remove pod volumes");
+        }
+        let _ = std::fs::remove_dir_all(volumes::pod_dir(&self.root, uid));
+        Box::pin(async {})
+    }
+
+    fn allocated(&self) -> Vec<String> {
+        self.ips.allocations().into_keys().collect()
+    }
+}
+
+/// A sandbox for tests: hands out 127.244.1.2, .3, … and remembers what was released.
+#[derive(Default)]
+pub struct FakeSandbox {
+    state: Mutex<(BTreeMap<String, String>, BTreeSet<String>)>,
+}
+
+impl FakeSandbox {
+    /// Uids whose sandbox was torn down.
+    pub fn released(&self) -> BTreeSet<String> {
+        self.state.lock().map(|s| s.1.clone()).unwrap_or_default()
+    }
+}
+
+impl PodSandbox for FakeSandbox {
+    fn setup<'a>(&'a self, pod: &'a Pod) -> BoxFuture<'a, Result<Sandbox, String>> {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let result = self
+            .state
+            .lock()
+            .map_err(|e| e.to_string())
+            .map(|mut state| {
+                let next = state.0.len() + 2;
+                let ip = state
+                    .0
+                    .entry(uid)
+                    .or_insert_with(|| format!("127.244.1.{next}"))
+                    .clone();
+                Sandbox {
+                    ip,
+                    ..Default::default()
+                }
+            });
+        Box::pin(async move { result })
+    }
+
+    fn teardown<'a>(&'a self, uid: &'a str) -> BoxFuture<'a, ()> {
+        if let Ok(mut state) = self.state.lock() {
+            state.0.remove(uid);
+            state.1.insert(uid.to_string());
+        }
+        Box::pin(async {})
+    }
+
+    fn allocated(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .map(|s| s.0.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+}
