@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::AsyncReadExt;
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
@@ -86,15 +87,20 @@ async fn container_logs(
         return (StatusCode::NOT_FOUND, message).into_response();
     };
     let timestamps = flag(&query.timestamps);
-    let text = tokio::fs::read(&target.config.log_path)
-        .await
-        .unwrap_or_default();
+    // The file is opened once and read through that handle from then on: when the pod is
+    // deleted its log is removed right after the exit, and an open handle can still be drained.
+    let mut file = tokio::fs::File::open(&target.config.log_path).await.ok();
+    let mut text = Vec::new();
+    if let Some(file) = file.as_mut() {
+        let _ = file.read_to_end(&mut text).await;
+    }
     let (body, consumed) = render(&text, timestamps, query.tail_lines);
     let running = matches!(target.state, ContainerState::Running { .. });
-    if !flag(&query.follow) || !running {
+    let Some(file) = file.filter(|_| flag(&query.follow) && running) else {
         return body.into_response();
-    }
-    let stream = follow(state, target, consumed, timestamps, body);
+    };
+    text.drain(..consumed);
+    let stream = follow(state, target, file, text, timestamps, body);
     Response::new(Body::from_stream(stream))
 }
 
@@ -164,10 +170,12 @@ pub fn render(raw: &[u8], timestamps: bool, tail_lines: Option<i64>) -> (String,
 }
 
 /// Streams what is already there, then new records until the container exits (or shutdown).
+/// `pending` holds bytes already read from `file` that did not yet form a whole record.
 fn follow(
     state: ServerState,
     target: ContainerStatus,
-    mut offset: usize,
+    mut file: tokio::fs::File,
+    mut pending: Vec<u8>,
     timestamps: bool,
     first: String,
 ) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> {
@@ -176,19 +184,16 @@ fn follow(
             return;
         }
         loop {
+            // Seen before reading, so the last read after the exit drains everything written.
             let exited = !matches!(
                 state.runtime.container_status(&target.id).map(|c| c.state),
                 Some(ContainerState::Running { .. })
             );
-            let raw = tokio::fs::read(&target.config.log_path)
-                .await
-                .unwrap_or_default();
-            if raw.len() > offset {
-                let (text, consumed) = render(&raw[offset..], timestamps, None);
-                offset += consumed;
-                if !text.is_empty() && tx.send(Ok(Bytes::from(text))).await.is_err() {
-                    return;
-                }
+            let _ = file.read_to_end(&mut pending).await;
+            let (text, consumed) = render(&pending, timestamps, None);
+            pending.drain(..consumed);
+            if !text.is_empty() && tx.send(Ok(Bytes::from(text))).await.is_err() {
+                return;
             }
             if exited {
                 return;

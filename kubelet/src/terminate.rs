@@ -119,11 +119,7 @@ pub async fn stop_container(mut req: StopRequest<'_>) -> Option<ContainerStatus>
     if let Some(handler) = hooks::pre_stop(req.container) {
         run_pre_stop(&mut req, handler, &name).await;
     }
-    if let Err(error) = req.runtime.signal_container(req.id, StopSignal::Term) {
-        warn!(container = %name, %error, "could not send SIGTERM");
-    }
-    let term_at = Instant::now();
-    info!(pod = %pod_key(req.pod), container = %name, "sent SIGTERM");
+    // The event is stamped just before the signal, so its eventTime is the moment of SIGTERM.
     req.reporter.event(
         req.pod,
         Some(&name),
@@ -131,6 +127,11 @@ pub async fn stop_container(mut req: StopRequest<'_>) -> Option<ContainerStatus>
         "Killing",
         &req.reason_message,
     );
+    if let Err(error) = req.runtime.signal_container(req.id, StopSignal::Term) {
+        warn!(container = %name, %error, "could not send SIGTERM");
+    }
+    let term_at = Instant::now();
+    info!(pod = %pod_key(req.pod), container = %name, "sent SIGTERM");
     let exited = wait_or_kill(&mut req, term_at, &name).await;
     if let Some(ContainerStatus {
         state: crate::cri::ContainerState::Exited { exit_code, .. },
