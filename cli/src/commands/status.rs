@@ -1,0 +1,113 @@
+//! `minik status`: one line per component of the cluster `minik up` runs, and a non-zero exit code
+//! when any of them is down.
+//!
+//! Kubernetes counterpart: `minikube status` (whose exit code is a bitmask) and the old
+//! `kubectl get componentstatuses`. minik reads the state file `minik up` writes
+//! (`DATA/minik.state.json`: each component's name, pid, address and log), checks each pid in
+//! `/proc`, and asks the API server's `/readyz`.
+//!
+//! What minik simplifies: the exit code is 0 (all running) or 1 (anything down), not a bitmask.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::up::{default_data_dir, state_file, ClusterState, ComponentState};
+
+/// Flags of `minik status`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct StatusArgs {
+    /// The data directory given to `minik up` [default: $XDG_DATA_HOME/minik or ~/.local/share/minik].
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// `json` prints the state as JSON instead of lines.
+    #[arg(long, short = 'o')]
+    pub output: Option<String>,
+}
+
+/// Prints the components; errors (exit code 1) if the cluster or one of them is down.
+pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
+    let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
+    let path = state_file(&data_dir);
+    let state: ClusterState = match std::fs::read(&path) {
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))?
+        }
+        Err(_) => anyhow::bail!("no cluster is running from {}", data_dir.display()),
+    };
+    let up_alive = is_running(state.pid);
+    let readyz = up_alive && apiserver_ready(&state.server).await;
+    let rows: Vec<(String, bool, u32, String)> = std::iter::once((
+        "minik up".to_string(),
+        up_alive,
+        state.pid,
+        data_dir.display().to_string(),
+    ))
+    .chain(
+        state
+            .components
+            .iter()
+            .map(|c| row(c, &state.server, readyz)),
+    )
+    .collect();
+    if args.output.as_deref() == Some("json") {
+        let json: Vec<_> = rows
+            .iter()
+            .map(|(name, running, pid, address)| serde_json::json!({"name": name, "running": running, "pid": pid, "address": address}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        for (name, running, pid, address) in &rows {
+            let state = if *running { "running" } else { "stopped" };
+            println!("{name:<22} {state:<8} pid {pid:<8} {address}");
+        }
+    }
+    let down: Vec<&str> = rows.iter().filter(|r| !r.1).map(|r| r.0.as_str()).collect();
+    anyhow::ensure!(down.is_empty(), "not running: {}", down.join(", "));
+    Ok(())
+}
+
+/// One line: the apiserver counts as running only if its process lives *and* `/readyz` answers.
+fn row(component: &ComponentState, server: &str, readyz: bool) -> (String, bool, u32, String) {
+    let alive = is_running(component.pid);
+    let (running, address) = if component.name == "apiserver" {
+        (
+            alive && readyz,
+            if readyz {
+                server.to_string()
+            } else {
+                format!("{server} (not ready)")
+            },
+        )
+    } else {
+        (
+            alive,
+            component.address.clone().unwrap_or_else(|| "-".into()),
+        )
+    };
+    (component.name.clone(), running, component.pid, address)
+}
+
+/// True if the pid exists and is not a zombie.
+fn is_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                != Some("Z")
+        }
+        Err(_) => false,
+    }
+}
+
+/// True if `GET {server}/readyz` answers 200 within a second.
+async fn apiserver_ready(server: &str) -> bool {
+    let Ok(http) = reqwest::Client::builder()
+        .timeout(Duration::from_secs(1))
+        .build()
+    else {
+        return false;
+    };
+    matches!(http.get(format!("{server}/readyz")).send().await, Ok(r) if r.status().is_success())
+}

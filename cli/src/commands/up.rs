@@ -1,0 +1,239 @@
+//! `minik up`: start a whole cluster on this machine and keep it in the foreground.
+//!
+//! Kubernetes counterpart: `kind create cluster` (and `kubeadm init` underneath it). Where kind
+//! starts a node container running systemd, the kubelet and static pods, minik starts every
+//! component as a child process of its own binary (`up/cluster.rs`), shows a kind-style line per
+//! component as it becomes ready, merges a `minik` context into the kubeconfig (`up/kubeconfig.rs`),
+//! prints how to use the cluster, writes `DATA/minik.pid` and waits for Ctrl-C or SIGTERM (which is
+//! what `minik down` sends).
+//!
+//! Stopping drains the pods gracefully (preStop hooks and grace periods run), then stops the
+//! components and reaps every leftover process; a second Ctrl-C stops waiting for the pods.
+//!
+//! Read next: `up/cluster.rs`, then `up/supervisor.rs` and `up/drain.rs`; `down.rs` and
+//! `status.rs` read the files written here.
+
+mod cluster;
+mod drain;
+pub mod kubeconfig;
+mod supervisor;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+pub use cluster::{start_cluster, ClusterOptions, ClusterState, ComponentState, RunningCluster};
+pub use supervisor::UnexpectedExit;
+
+/// Flags of `minik up`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct UpArgs {
+    /// Where the cluster keeps its state and logs [default: $XDG_DATA_HOME/minik or ~/.local/share/minik].
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// The API server's address (loopback only).
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    pub listen: SocketAddr,
+    /// How many nodes (kubelets) to start.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=254))]
+    pub nodes: u8,
+    /// Passed to the proxy: hold each endpoint update back this long (e.g. `2s`).
+    #[arg(long, value_parser = parse_duration)]
+    pub sync_delay: Option<String>,
+    /// Passed to the proxy: how many endpoints it dials before giving up on a connection.
+    #[arg(long)]
+    pub dial_attempts: Option<u32>,
+    /// Passed to the kubelets: the first restart backoff (e.g. `1s`; Kubernetes uses 10s).
+    #[arg(long, value_parser = parse_duration)]
+    pub backoff_base: Option<String>,
+    /// Passed to the kubelets: how often they renew their node status (e.g. `2s`).
+    #[arg(long, value_parser = parse_duration)]
+    pub heartbeat_interval: Option<String>,
+    /// Do not merge a `minik` context into $KUBECONFIG or ~/.kube/config.
+    #[arg(long)]
+    pub no_kubeconfig: bool,
+}
+
+/// Validates a humantime duration and keeps its text, which is passed on unchanged.
+fn parse_duration(text: &str) -> Result<String, String> {
+    humantime::parse_duration(text)
+        .map(|_| text.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// `$XDG_DATA_HOME/minik`, else `~/.local/share/minik`.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(xdg).join("minik");
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    home.join(".local").join("share").join("minik")
+}
+
+/// The pid file holding the pid of the running `minik up`.
+pub fn pid_file(data_dir: &Path) -> PathBuf {
+    data_dir.join("minik.pid")
+}
+
+/// The state file (`ClusterState` as JSON) next to the pid file.
+pub fn state_file(data_dir: &Path) -> PathBuf {
+    data_dir.join("minik.state.json")
+}
+
+/// Runs `minik up` until Ctrl-C / SIGTERM, then stops the cluster.
+pub async fn up(args: UpArgs) -> anyhow::Result<()> {
+    let data_dir = args.data_dir.clone().unwrap_or_else(default_data_dir);
+    refuse_if_running(&data_dir)?;
+    let signals = drain::Signals::install()?;
+    println!("Creating cluster \"minik\" in {} ...", data_dir.display());
+    let options = ClusterOptions {
+        data_dir: data_dir.clone(),
+        listen: args.listen,
+        nodes: args.nodes,
+        sync_delay: args.sync_delay.clone(),
+        backoff_base: args.backoff_base.clone(),
+        heartbeat_interval: args.heartbeat_interval.clone(),
+        proxy_args: args
+            .dial_attempts
+            .map(|n| vec!["--dial-attempts".into(), n.to_string()])
+            .unwrap_or_default(),
+        kubelet_args: Vec::new(),
+        progress: true,
+        interrupt: signals.first_token(),
+    };
+    let mut cluster = match start_cluster(options).await {
+        Ok(cluster) => cluster,
+        Err(err) => {
+            eprintln!(" ✗ {err:#}");
+            return Err(crate::output::Reported.into());
+        }
+    };
+    let state_path = state_file(&data_dir);
+    std::fs::write(&state_path, serde_json::to_vec_pretty(&cluster.state())?)
+        .with_context(|| format!("writing {}", state_path.display()))?;
+    std::fs::write(pid_file(&data_dir), format!("{}\n", std::process::id()))?;
+    if !args.no_kubeconfig {
+        write_kubeconfig(&cluster.server_url);
+    }
+    print_ready(&cluster, args.nodes);
+
+    let first = signals.first_token();
+    loop {
+        tokio::select! {
+            _ = first.cancelled() => break,
+            Some(exit) = cluster.next_unexpected_exit() => report_unexpected(&exit, &cluster),
+        }
+    }
+    println!("\nStopping cluster \"minik\" ...");
+    cluster.stop_with(signals.second_token()).await;
+    let _ = std::fs::remove_file(pid_file(&data_dir));
+    let _ = std::fs::remove_file(&state_path);
+    println!("Cluster \"minik\" stopped; nothing left running.");
+    Ok(())
+}
+
+/// True if `pid` is a live `minik up` (and not some unrelated process that reused the pid).
+pub fn is_minik_up(pid: u32) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let zombie = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        == Some("Z");
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    !zombie && args.iter().any(|a| a.ends_with(b"minik")) && args.iter().any(|a| *a == b"up")
+}
+
+/// Refuses to start when another `minik up` runs from this data dir.
+fn refuse_if_running(data_dir: &Path) -> anyhow::Result<()> {
+    let Ok(text) = std::fs::read_to_string(pid_file(data_dir)) else {
+        return Ok(());
+    };
+    if let Ok(pid) = text.trim().parse::<u32>() {
+        if is_minik_up(pid) && pid != std::process::id() {
+            anyhow::bail!(
+                "a cluster is already running from {} (pid {pid}); stop it with `minik down`",
+                data_dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Merges the kubeconfig context; a failure is only a warning since the cluster itself works.
+fn write_kubeconfig(server: &str) {
+    let Some(path) = kubeconfig::default_path() else {
+        return;
+    };
+    match kubeconfig::write_minik_context(&path, server) {
+        Ok(()) => println!(" ✓ Set kubectl context to \"minik\" in {}", path.display()),
+        Err(err) => eprintln!(" ! not writing the kubeconfig: {err:#}"),
+    }
+}
+
+/// The "cluster is ready" banner with next steps.
+fn print_ready(cluster: &RunningCluster, nodes: u8) {
+    let seconds = cluster.startup.as_secs_f64();
+    println!(
+        "\nCluster \"minik\" is ready in {seconds:.1}s: {nodes} node(s), API server {}",
+        cluster.server_url
+    );
+    println!("\nTry:\n  minik apply -f pod.yaml\n  minik get pods -o wide\n  kubectl --context minik get nodes");
+    println!(
+        "\nLogs are in {}. Stop with Ctrl-C or `minik down`.",
+        cluster.data_dir.join("logs").display()
+    );
+}
+
+/// Says on stderr that a component died on its own.
+fn report_unexpected(exit: &UnexpectedExit, cluster: &RunningCluster) {
+    let how = exit
+        .status
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| "unknown status".into());
+    eprintln!(" ✗ {} exited unexpectedly ({how})", exit.name);
+    if let Some((log, tail)) = cluster.log_tail(&exit.name, 5) {
+        eprintln!("   see {}:\n{tail}", log.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The data directory is a `minik` directory.
+    #[test]
+    fn default_data_dir_ends_in_minik() {
+        assert!(default_data_dir().ends_with("minik"));
+    }
+
+    /// Durations are validated but passed on exactly as written.
+    #[test]
+    fn durations_are_passed_through_verbatim() {
+        assert_eq!(parse_duration("150ms").unwrap(), "150ms");
+        assert!(parse_duration("soon").is_err());
+    }
+
+    /// The state file round-trips through JSON.
+    #[test]
+    fn cluster_state_round_trips() {
+        let state = ClusterState {
+            pid: 7,
+            server: "http://127.0.0.1:6443".into(),
+            components: vec![ComponentState {
+                name: "apiserver".into(),
+                pid: 8,
+                address: None,
+                log: "a.log".into(),
+            }],
+        };
+        let back: ClusterState =
+            serde_json::from_slice(&serde_json::to_vec(&state).unwrap()).unwrap();
+        assert_eq!(back.components[0].name, "apiserver");
+    }
+}

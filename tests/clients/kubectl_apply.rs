@@ -1,0 +1,217 @@
+//! kubectl 1.32, unmodified, writing objects: `apply` (client-side: create, configure, unchanged;
+//! strict field validation; warnings), `apply --server-side` (managed fields, conflicts, force) and
+//! the typed `create namespace` / `create service` commands, which send protobuf bodies.
+//!
+//! Each test writes a kubeconfig for its cluster (real-clients.md §1.1) and runs `/usr/bin/kubectl`
+//! with a private `--cache-dir`, so discovery is fetched fresh. Skipped with a notice when kubectl
+//! is not installed (`.ci/run` installs it).
+
+use crate::support::{
+    cells, cluster, kubectl_binary, line_of, pod_yaml, stop_clean, Kubectl, SERVICE_YAML,
+};
+
+#[tokio::test]
+async fn kubectl_apply_creates_configures_leaves_unchanged_and_validates_strictly() {
+    let Some(binary) = kubectl_binary() else {
+        return;
+    };
+    let cluster = cluster().await;
+    let kubectl = Kubectl::new(binary, cluster.server_url());
+    // securityContext is stored but not acted on: the server says so in a Warning header.
+    let security = "  securityContext: {runAsUser: 1000}\n";
+    let manifest = kubectl.manifest("pod.yaml", &pod_yaml("web", "app: web", security));
+    let file = manifest.to_str().unwrap();
+
+    let created = kubectl.run(&["apply", "-f", file]).await.success();
+    assert_eq!(created.stdout.trim(), "pod/web created");
+    assert!(
+        created
+            .stderr
+            .contains("Warning: minik: spec.securityContext is ignored"),
+        "{created:#?}"
+    );
+    let again = kubectl.ok(&["apply", "-f", file]).await;
+    assert_eq!(again.trim(), "pod/web unchanged");
+    kubectl.manifest(
+        "pod.yaml",
+        &pod_yaml("web", "app: web, tier: front", security),
+    );
+    let changed = kubectl.ok(&["apply", "-f", file]).await;
+    assert_eq!(changed.trim(), "pod/web configured");
+    let labels = cluster
+        .pods()
+        .get("web")
+        .await
+        .unwrap()
+        .metadata
+        .labels
+        .unwrap_or_default();
+    assert_eq!(labels.get("tier").map(String::as_str), Some("front"));
+
+    let service = kubectl.manifest("svc.yaml", SERVICE_YAML);
+    assert_eq!(
+        kubectl
+            .ok(&["apply", "-f", service.to_str().unwrap()])
+            .await
+            .trim(),
+        "service/web created"
+    );
+
+    // kubectl's default --validate=strict makes the server refuse unknown fields.
+    let bad = kubectl.manifest("bad.yaml", &pod_yaml("bad", "", "  foo: 1\n"));
+    let run = kubectl.run(&["apply", "-f", bad.to_str().unwrap()]).await;
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(
+        run.stderr.contains("unknown field \"spec.foo\""),
+        "{run:#?}"
+    );
+    stop_clean(cluster).await;
+}
+
+#[tokio::test]
+async fn kubectl_server_side_apply_upserts_and_removes_fields_dropped_from_the_manifest() {
+    let Some(binary) = kubectl_binary() else {
+        return;
+    };
+    let cluster = cluster().await;
+    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let manifest = kubectl.manifest("pod.yaml", &pod_yaml("web2", "app: web, tier: front", ""));
+    let file = manifest.to_str().unwrap();
+    let apply = ["apply", "--server-side", "-f", file];
+
+    assert_eq!(
+        kubectl.ok(&apply).await.trim(),
+        "pod/web2 serverside-applied"
+    );
+    let pod = cluster.pods().get("web2").await.unwrap();
+    let managers: Vec<_> = pod
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| m.manager)
+        .collect();
+    assert_eq!(managers, [Some("kubectl".to_string())]);
+
+    kubectl.manifest("pod.yaml", &pod_yaml("web2", "app: web", ""));
+    assert_eq!(
+        kubectl.ok(&apply).await.trim(),
+        "pod/web2 serverside-applied"
+    );
+    let labels = cluster
+        .pods()
+        .get("web2")
+        .await
+        .unwrap()
+        .metadata
+        .labels
+        .unwrap_or_default();
+    assert_eq!(
+        labels.keys().collect::<Vec<_>>(),
+        ["app"],
+        "the dropped label is removed"
+    );
+
+    // Another manager changing kubectl's image conflicts, unless it forces the take-over.
+    let other = pod_yaml("web2", "app: web", "").replace("image: nginx", "image: nginx:2");
+    let other_file = kubectl.manifest("other.yaml", &other);
+    let other_file = other_file.to_str().unwrap();
+    let conflict = kubectl
+        .run(&[
+            "apply",
+            "--server-side",
+            "--field-manager=ci",
+            "-f",
+            other_file,
+        ])
+        .await;
+    assert_eq!(conflict.code, 1, "{conflict:#?}");
+    assert!(
+        conflict.stderr.contains("conflict with \"kubectl\"")
+            && conflict
+                .stderr
+                .contains(".spec.containers[name=\"web\"].image"),
+        "{conflict:#?}"
+    );
+    let forced = kubectl
+        .ok(&[
+            "apply",
+            "--server-side",
+            "--field-manager=ci",
+            "--force-conflicts",
+            "-f",
+            other_file,
+        ])
+        .await;
+    assert_eq!(forced.trim(), "pod/web2 serverside-applied");
+    let image = cluster
+        .pods()
+        .get("web2")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .containers[0]
+        .image
+        .clone();
+    assert_eq!(image.as_deref(), Some("nginx:2"));
+    stop_clean(cluster).await;
+}
+
+#[tokio::test]
+async fn kubectl_create_namespace_and_service_send_protobuf_the_server_decodes() {
+    let Some(binary) = kubectl_binary() else {
+        return;
+    };
+    let cluster = minik_tests::Cluster::builder()
+        .nodes(0)
+        .without_services()
+        .start()
+        .await
+        .expect("start cluster");
+    let kubectl = Kubectl::new(binary, cluster.server_url());
+    // kubectl's typed clients POST these with Content-Type: application/vnd.kubernetes.protobuf.
+    assert_eq!(
+        kubectl.ok(&["create", "namespace", "team-a"]).await.trim(),
+        "namespace/team-a created"
+    );
+    let namespaces = kubectl
+        .ok(&["get", "namespace", "team-a", "--show-labels"])
+        .await;
+    let row = cells(line_of(&namespaces, "team-a").unwrap());
+    assert_eq!(
+        (row[1], row[3]),
+        ("Active", "kubernetes.io/metadata.name=team-a"),
+        "{namespaces}"
+    );
+
+    let created = kubectl
+        .ok(&[
+            "create",
+            "service",
+            "clusterip",
+            "api",
+            "--tcp=80:8080",
+            "-n",
+            "team-a",
+        ])
+        .await;
+    assert_eq!(created.trim(), "service/api created");
+    let ports = kubectl
+        .ok(&[
+            "get",
+            "svc",
+            "api",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.spec.ports[0]}",
+        ])
+        .await;
+    let port: serde_json::Value = serde_json::from_str(&ports).expect("port JSON");
+    assert_eq!(
+        port,
+        serde_json::json!({"name": "80-8080", "port": 80, "protocol": "TCP", "targetPort": 8080})
+    );
+    stop_clean(cluster).await;
+}

@@ -1,0 +1,367 @@
+//! kubectl 1.32, unmodified, reading and deleting: `get` (plain, `-o wide`, `-o yaml`, `-w`,
+//! events, `all`), `describe`, `wait`, `delete` with and without `--wait`, and `logs` (`-f`,
+//! `--tail`), each checked on the output kubectl prints from minik's answers.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use minik_tests::wait::{pod, wait_for};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::support::{
+    cells, cluster, kubectl_binary, line_of, pod_yaml, running, stop_clean, Kubectl, RUNNING,
+    SERVICE_YAML,
+};
+
+#[tokio::test]
+async fn kubectl_get_prints_the_server_tables_plain_wide_and_yaml() {
+    let Some(binary) = kubectl_binary() else {
+        return;
+    };
+    let cluster = cluster().await;
+    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let manifest = kubectl.manifest("pod.yaml", &pod_yaml("web", "app: web", ""));
+    kubectl
+        .ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+    let service = kubectl.manifest("svc.yaml", SERVICE_YAML);
+    kubectl
+        .ok(&["apply", "-f", service.to_str().unwrap()])
+        .await;
+    let live = running(&cluster, "web").await;
+    let ip = pod::ip(&live).expect("pod IP").to_string();
+    let ready = wait_for(&cluster.pods(), "web", pod::is_ready, RUNNING)
+        .await
+        .expect("pod Ready");
+    assert!(pod::is_ready(&ready));
+
+    let plain = kubectl.ok(&["get", "pods"]).await;
+    let mut lines = plain.lines();
+    assert_eq!(
+        cells(lines.next().unwrap()),
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{plain}"
+    );
+    let row = cells(line_of(&plain, "web").expect("a row for web"));
+    assert_eq!(row[..4], ["web", "1/1", "Running", "0"], "{plain}");
+
+    let wide = kubectl.ok(&["get", "pods", "-o", "wide"]).await;
+    let header = cells(wide.lines().next().unwrap());
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "READY",
+            "STATUS",
+            "RESTARTS",
+            "AGE",
+            "IP",
+            "NODE",
+            "NOMINATED",
+            "NODE",
+            "READINESS",
+            "GATES"
+        ]
+    );
+    let row = cells(line_of(&wide, "web").unwrap());
+    assert_eq!(
+        row[5..],
+        [ip.as_str(), "node-1", "<none>", "<none>"],
+        "{wide}"
+    );
+
+    let yaml = kubectl.ok(&["get", "pod", "web", "-o", "yaml"]).await;
+    assert!(
+        yaml.contains("kind: Pod") && yaml.contains("phase: Running"),
+        "{yaml}"
+    );
+
+    let services = kubectl.ok(&["get", "svc"]).await;
+    assert_eq!(
+        cells(services.lines().next().unwrap()),
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE"
+        ]
+    );
+    let row = cells(line_of(&services, "web").unwrap());
+    assert_eq!(
+        (row[1], row[3], row[4]),
+        ("ClusterIP", "<none>", "80/TCP"),
+        "{services}"
+    );
+    assert!(row[2].starts_with("127.96."), "{services}");
+
+    let events = kubectl.ok(&["get", "events"]).await;
+    assert_eq!(
+        cells(events.lines().next().unwrap()),
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
+    assert!(
+        events
+            .lines()
+            .any(|l| l.contains("Scheduled") && l.contains("pod/web")),
+        "{events}"
+    );
+    let all = kubectl.ok(&["get", "all"]).await;
+    assert!(
+        line_of(&all, "pod/web").is_some() && line_of(&all, "service/web").is_some(),
+        "{all}"
+    );
+
+    let nodes = kubectl.ok(&["get", "nodes"]).await;
+    assert_eq!(
+        cells(line_of(&nodes, "node-1").unwrap())[1],
+        "Ready",
+        "{nodes}"
+    );
+
+    let missing = kubectl.run(&["get", "pod", "nope"]).await;
+    assert_eq!(missing.code, 1);
+    assert_eq!(
+        missing.stderr.trim(),
+        "Error from server (NotFound): pods \"nope\" not found"
+    );
+
+    let describe = kubectl.ok(&["describe", "pod", "web"]).await;
+    for expected in [
+        "Name:",
+        "web",
+        "Status:",
+        "Running",
+        "node-1",
+        "Events:",
+        "Scheduled",
+    ] {
+        assert!(
+            describe.contains(expected),
+            "describe lacks {expected:?}:\n{describe}"
+        );
+    }
+    let met = kubectl
+        .ok(&["wait", "--for=condition=Ready", "pod/web", "--timeout=30s"])
+        .await;
+    assert_eq!(met.trim(), "pod/web condition met");
+
+    // describe node lists the node's pods with `spec.nodeName=…,status.phase!=Succeeded,…`.
+    let node = kubectl.ok(&["describe", "node", "node-1"]).await;
+    assert!(
+        node.contains("Non-terminated Pods:          (1 in total)"),
+        "{node}"
+    );
+    assert!(
+        node.lines()
+            .any(|line| cells(line).starts_with(&["default", "web"])),
+        "describe node lists the pod:\n{node}"
+    );
+    stop_clean(cluster).await;
+}
+
+#[tokio::test]
+async fn kubectl_get_watch_streams_rows_until_the_pod_runs() {
+    let Some(binary) = kubectl_binary() else {
+        return;
+    };
+    let cluster = cluster().await;
+    let kubectl = Kubectl::new(binary, cluster.server_url());
+    // Discovery first, so the watch starts before the pod exists.
+    kubectl.ok(&["get", "pods"]).await;
+    let mut child = kubectl
+        .command(&["get", "pods", "-w"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn kubectl");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let manifest = kubectl.manifest("pod.yaml", &pod_yaml("web", "app: web", ""));
+    kubectl
+        .ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+
+    let mut seen = Vec::new();
+    let found = tokio::time::timeout(RUNNING, async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let row = cells(&line)
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>();
+            seen.push(line);
+            if row.first().map(String::as_str) == Some("web")
+                && row.get(2).map(String::as_str) == Some("Running")
+            {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(found, Ok(true), "kubectl get -w printed {seen:#?}");
+    assert!(
+        child.try_wait().expect("poll kubectl").is_none(),
+        "the watch stays open"
+    );
+    child.kill().await.expect("stop kubectl");
+    stop_clean(cluster).await;
+}
+
+#[tokio::test]
+async fn kubectl_delete_waits_for_graceful_deletion_unless_told_not_to() {
+    let Some(binary) = kubectl_binary() else {
+        return;
+    };
+    let cluster = cluster().await;
+    let kubectl = Kubectl::new(binary, cluster.server_url());
+    // The web image ignores SIGTERM here, so each pod stays Terminating for its whole grace period.
+    let ignoring = "  containers:\n  - name: web\n    image: nginx\n    env: [{name: MINIK_ON_SIGTERM, value: ignore}]\n";
+    for name in ["slow", "quick"] {
+        let yaml = format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  terminationGracePeriodSeconds: 30\n{ignoring}");
+        let file = kubectl.manifest(&format!("{name}.yaml"), &yaml);
+        kubectl.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+        running(&cluster, name).await;
+    }
+
+    let started = std::time::Instant::now();
+    let deleted = kubectl
+        .ok(&["delete", "pod", "slow", "--grace-period=2"])
+        .await;
+    assert_eq!(deleted.trim(), "pod \"slow\" deleted");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "kubectl waited for the grace period"
+    );
+    assert!(
+        cluster.pods().get_opt("slow").await.unwrap().is_none(),
+        "gone once kubectl returns"
+    );
+
+    let not_waiting = kubectl
+        .ok(&["delete", "pod", "quick", "--grace-period=5", "--wait=false"])
+        .await;
+    assert_eq!(not_waiting.trim(), "pod \"quick\" deleted");
+    let listed = kubectl.ok(&["get", "pod", "quick"]).await;
+    assert_eq!(
+        cells(line_of(&listed, "quick").unwrap())[2],
+        "Terminating",
+        "{listed}"
+    );
+
+    let missing = kubectl.run(&["delete", "pod", "nope"]).await;
+    assert_eq!(
+        (missing.code, missing.stderr.trim()),
+        (1, "Error from server (NotFound): pods \"nope\" not found")
+    );
+    stop_clean(cluster).await;
+}
+
+#[tokio::test]
+async fn kubectl_logs_prints_tails_and_follows_until_the_container_ends() {
+    let Some(binary) = kubectl_binary() else {
+        return;
+    };
+    let cluster = cluster().await;
+    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: logger}\nspec:\n  restartPolicy: Never\n  containers:\n  \
+                - name: main\n    image: busybox\n    command: [sh, -c, 'echo one; echo two; sleep 2; echo three']\n";
+    let file = kubectl.manifest("logger.yaml", yaml);
+    kubectl.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+    running(&cluster, "logger").await;
+
+    let followed = kubectl.ok(&["logs", "-f", "logger"]).await;
+    assert_eq!(
+        followed.lines().collect::<Vec<_>>(),
+        ["one", "two", "three"],
+        "logs -f ends with the container"
+    );
+    let tail = kubectl.ok(&["logs", "logger", "--tail=1"]).await;
+    assert_eq!(tail.trim(), "three");
+    stop_clean(cluster).await;
+}
+
+#[tokio::test]
+async fn kubectl_get_services_endpoints_and_delete_with_grace_period_as_the_seeds_show() {
+    let Some(binary) = kubectl_binary() else {
+        return;
+    };
+    // The whole pipeline this time: the endpoint controller fills the Endpoints.
+    let cluster = minik_tests::Cluster::builder()
+        .nodes(1)
+        .start()
+        .await
+        .expect("start cluster");
+    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let manifest = kubectl.manifest(
+        "web.yaml",
+        &format!("{}---\n{SERVICE_YAML}", pod_yaml("web", "app: web", "")),
+    );
+    let applied = kubectl
+        .ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+    assert_eq!(
+        applied.lines().collect::<Vec<_>>(),
+        ["pod/web created", "service/web created"]
+    );
+    let ip = pod::ip(&running(&cluster, "web").await)
+        .expect("pod IP")
+        .to_string();
+    let has_address = |ep: &minik_api::core::Endpoints| {
+        ep.subsets
+            .iter()
+            .flatten()
+            .any(|s| s.addresses.as_ref().is_some_and(|a| !a.is_empty()))
+    };
+    wait_for(&cluster.endpoints(), "web", has_address, RUNNING)
+        .await
+        .expect("endpoints filled");
+
+    // Seed 001: `kubectl get services,endpoints` prints one table per kind, names prefixed.
+    let both = kubectl.ok(&["get", "services,endpoints"]).await;
+    let tables: Vec<&str> = both.split("\n\n").collect();
+    assert_eq!(tables.len(), 2, "{both}");
+    assert_eq!(
+        cells(tables[0].lines().next().unwrap()),
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE"
+        ]
+    );
+    let service = cells(line_of(tables[0], "service/web").expect("service row"));
+    assert_eq!((service[1], service[4]), ("ClusterIP", "80/TCP"), "{both}");
+    assert_eq!(
+        cells(tables[1].lines().next().unwrap()),
+        ["NAME", "ENDPOINTS", "AGE"]
+    );
+    let endpoints = cells(line_of(tables[1], "endpoints/web").expect("endpoints row"));
+    assert_eq!(endpoints[1], format!("{ip}:8080"), "{both}");
+
+    // Seed 002: `kubectl delete pod web --grace-period=100` returns once the pod is gone, which
+    // is as soon as the web server exits on SIGTERM, not after 100 s.
+    let started = std::time::Instant::now();
+    let deleted = kubectl
+        .ok(&["delete", "pod", "web", "--grace-period=100"])
+        .await;
+    assert_eq!(deleted.trim(), "pod \"web\" deleted");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    let no_address = |ep: &minik_api::core::Endpoints| !has_address(ep);
+    wait_for(&cluster.endpoints(), "web", no_address, RUNNING)
+        .await
+        .expect("endpoints emptied");
+    let emptied = kubectl.ok(&["get", "endpoints", "web"]).await;
+    assert_eq!(
+        cells(line_of(&emptied, "web").unwrap())[1],
+        "<none>",
+        "{emptied}"
+    );
+    stop_clean(cluster).await;
+}

@@ -1,0 +1,39 @@
+//! The Python `kubernetes` client 37.0.2, unmodified: create, list, watch until Running, patch,
+//! delete until DELETED, with every answer decoded into the client's strict pydantic models.
+//!
+//! The script is `tests/clients/python/lifecycle.py`; the interpreter comes from `MINIK_PYTHON`
+//! (`.ci/run` makes a venv with `kubernetes==37.0.2`). Skipped with a notice when it is missing.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::support::{cluster, python_binary, stop_clean, Kubectl};
+
+#[tokio::test]
+async fn python_client_creates_watches_patches_and_deletes_a_pod() {
+    let Some(python) = python_binary() else {
+        return;
+    };
+    let cluster = cluster().await;
+    // Only the kubeconfig is used: the same file kubectl reads.
+    let config = Kubectl::new("kubectl".into(), cluster.server_url());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/python/lifecycle.py");
+    let run = tokio::process::Command::new(&python)
+        .arg(script)
+        .arg(config.kubeconfig())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the python client finished in time")
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "python failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+    assert!(stdout.contains("python client: ok"), "{stdout}");
+    stop_clean(cluster).await;
+}
