@@ -51,7 +51,6 @@ pub async fn run(client: &Client, namespace: &str, narrate: bool) -> anyhow::Res
     pods.create(&pod.build()).await?;
     step(
         &mut timeline,
-        narrate,
         Lane::Apiserver,
         format!("stored pod {namespace}/{NAME} (durable, resourceVersion assigned)"),
         Timestamp::now(),
@@ -79,7 +78,6 @@ pub async fn run(client: &Client, namespace: &str, narrate: bool) -> anyhow::Res
                     pod_ip = ip.clone();
                     step(
                         &mut timeline,
-                        narrate,
                         Lane::Kubelet,
                         format!("reported IP {ip}"),
                         at,
@@ -95,7 +93,6 @@ pub async fn run(client: &Client, namespace: &str, narrate: bool) -> anyhow::Res
                     running = true;
                     step(
                         &mut timeline,
-                        narrate,
                         Lane::Kubelet,
                         "reported phase Running".into(),
                         at,
@@ -105,7 +102,6 @@ pub async fn run(client: &Client, namespace: &str, narrate: bool) -> anyhow::Res
                     ready = true;
                     step(
                         &mut timeline,
-                        narrate,
                         Lane::Kubelet,
                         "reported Ready (its readiness probe passed)".into(),
                         at,
@@ -120,7 +116,6 @@ pub async fn run(client: &Client, namespace: &str, narrate: bool) -> anyhow::Res
                     in_endpoints = true;
                     step(
                         &mut timeline,
-                        narrate,
                         Lane::EndpointController,
                         format!("Endpoints {NAME} now lists {pod_ip}"),
                         at,
@@ -149,7 +144,7 @@ pub async fn run(client: &Client, namespace: &str, narrate: bool) -> anyhow::Res
                     }
                     routed = true;
                 }
-                step(&mut timeline, narrate, lane, text, at);
+                step(&mut timeline, lane, text, at);
             }
             _ => {}
         }
@@ -160,32 +155,20 @@ pub async fn run(client: &Client, namespace: &str, narrate: bool) -> anyhow::Res
         Ok(pod) => format!("GET http://{target}/ answered by {pod}"),
         Err(error) => format!("GET http://{target}/ failed: {error}"),
     };
-    step(
-        &mut timeline,
-        narrate,
-        Lane::Client,
-        answered,
-        Timestamp::now(),
-    );
+    step(&mut timeline, Lane::Client, answered, Timestamp::now());
 
+    if narrate {
+        timeline.print();
+    }
     pods.delete(NAME, &DeleteParams::grace(0)).await?;
     services.delete(NAME, &DeleteParams::default()).await?;
     Ok(CreateResult { timeline })
 }
 
-/// Records a step and prints it as it happens.
-fn step(timeline: &mut Timeline, narrate: bool, lane: Lane, text: String, at: Timestamp) {
-    timeline.add(lane, text.clone(), at);
-    if narrate {
-        let t_ms = timeline
-            .marks
-            .iter()
-            .rev()
-            .find(|mark| mark.event == text)
-            .map(|mark| mark.t_ms)
-            .unwrap_or_default();
-        println!("  {:>+9.1} ms  {:<20} {}", t_ms, lane.name(), text);
-    }
+/// Records a step. The steps are printed together once the pod receives traffic, in time
+/// order: the Events arrive a little after the watch observations they precede.
+fn step(timeline: &mut Timeline, lane: Lane, text: String, at: Timestamp) {
+    timeline.add(lane, text, at);
 }
 
 /// The text of a creation-time Event, or `None` for Events this part does not narrate.

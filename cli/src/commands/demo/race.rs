@@ -78,7 +78,7 @@ pub async fn run(
         }
         let variant = run_variant(client, namespace, options, pre_stop, name, narrate).await?;
         if narrate {
-            print_timeline(&variant.timeline);
+            variant.timeline.print();
         }
         variants.push(variant);
     }
@@ -284,18 +284,6 @@ async fn cleanup(
 
 fn elapsed_since(at: Timestamp) -> Duration {
     Duration::from_nanos((Timestamp::now().as_nanosecond() - at.as_nanosecond()).max(0) as u64)
-}
-
-/// Prints a variant's deletion timeline, one mark a line.
-pub fn print_timeline(timeline: &Timeline) {
-    for mark in &timeline.marks {
-        println!(
-            "  {:>+9.1} ms  {:<20} {}",
-            mark.t_ms,
-            mark.component.name(),
-            mark.event
-        );
-    }
 }
 
 /// Prints the table of variants.

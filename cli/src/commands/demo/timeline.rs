@@ -116,6 +116,18 @@ impl Timeline {
         self.marks.sort_by(|a, b| a.t_ms.total_cmp(&b.t_ms));
     }
 
+    /// Prints the marks, one a line: time since the origin, lane, what happened.
+    pub fn print(&self) {
+        for mark in &self.marks {
+            println!(
+                "  {:>+9.1} ms  {:<20} {}",
+                mark.t_ms,
+                mark.component.name(),
+                mark.event
+            );
+        }
+    }
+
     /// Adds one mark per Event, for the Events whose component has a lane and whose reason
     /// `describe` knows; `describe(reason, message)` returns the text of the mark.
     pub fn add_events(
