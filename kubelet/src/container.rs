@@ -232,6 +232,24 @@ pub fn pod_log_dir(root_dir: &Path, pod: &Pod) -> PathBuf {
     ))
 }
 
+/// Removes the log directories of the pods with these uids (`{root}/logs/*_{uid}`): the end of a
+/// deleted pod's logs, as upstream's container GC evicts `/var/log/pods/<ns>_<name>_<uid>` once
+/// the pod is gone. Used after a kubelet restart, when only the uid of a vanished pod is known.
+pub fn remove_pod_log_dirs(root_dir: &Path, uids: &std::collections::BTreeSet<String>) {
+    let Ok(entries) = std::fs::read_dir(root_dir.join("logs")) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let owned = name
+            .rsplit_once('_')
+            .is_some_and(|(_, uid)| uids.contains(uid));
+        if owned {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -193,12 +193,7 @@ impl PodWorker {
 
     /// This pod's containers as the runtime reports them.
     pub(crate) fn containers(&self) -> Vec<ContainerStatus> {
-        self.ctx
-            .runtime
-            .list_containers()
-            .into_iter()
-            .filter(|c| c.config.pod_uid == self.uid)
-            .collect()
+        self.ctx.runtime.pod_containers(&self.uid)
     }
 
     /// Takes over containers started by an earlier kubelet: watch their exits, probe them again.

@@ -171,10 +171,12 @@ async fn cleanup_orphans(ctx: Arc<WorkerContext>, known: BTreeSet<String>) {
         .allocated()
         .into_iter()
         .filter(|uid| !known.contains(uid));
-    for uid in uids.into_iter().chain(stale).collect::<BTreeSet<_>>() {
+    let gone: BTreeSet<String> = uids.into_iter().chain(stale).collect();
+    for uid in &gone {
         info!(pod_uid = %uid, "releasing sandbox of a pod that is gone");
-        ctx.sandbox.teardown(&uid).await;
+        ctx.sandbox.teardown(uid).await;
     }
+    crate::container::remove_pod_log_dirs(&ctx.root_dir, &gone);
 }
 
 #[cfg(test)]
@@ -187,7 +189,8 @@ mod tests {
     use crate::testutil::pod;
 
     /// Containers and sandboxes of pods that vanished while the kubelet was down are stopped
-    /// (SIGTERM, then SIGKILL after 2 s) and cleaned; those of known pods are left alone.
+    /// (SIGTERM, then SIGKILL after 2 s) and cleaned, log directories included; those of known
+    /// pods are left alone.
     #[tokio::test(start_paused = true)]
     async fn orphans_of_vanished_pods_are_stopped_and_cleaned() {
         let runtime = FakeRuntime::new();
@@ -219,13 +222,18 @@ mod tests {
         let mut gone = pod(&["web"], "Always");
         gone.metadata.uid = Some("gone".into());
         sandbox.setup(&gone).await.expect("sandbox");
+        let root = tempfile::tempdir().expect("tempdir");
+        let logs = root.path().join("logs");
+        for dir in ["default_a_gone", "default_b_kept"] {
+            std::fs::create_dir_all(logs.join(dir).join("web")).expect("log dir");
+        }
         let ctx = Arc::new(WorkerContext {
             runtime: Arc::new(runtime.clone()),
             reporter: Arc::new(RecordingReporter::default()),
             sandbox: sandbox.clone(),
             node_name: "node-1".into(),
             host_ip: "127.0.0.1".into(),
-            root_dir: "/tmp".into(),
+            root_dir: root.path().to_path_buf(),
             minik_binary: "minik".into(),
             api_host: "127.0.0.1".into(),
             api_port: "6443".into(),
@@ -247,5 +255,7 @@ mod tests {
         assert_eq!(kill.map(|s| s.at - began), Some(ORPHAN_GRACE));
         assert!(runtime.signals().iter().all(|s| !s.id.starts_with("kept")));
         assert!(sandbox.released().contains("gone"));
+        assert!(!logs.join("default_a_gone").exists(), "the gone pod's logs");
+        assert!(logs.join("default_b_kept").exists());
     }
 }

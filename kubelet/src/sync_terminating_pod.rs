@@ -1,5 +1,6 @@
 //! The end of a pod: stop every container in parallel, report the final status, release the
-//! sandbox, and remove the pod object.
+//! sandbox, remove every container record and the pod's logs, and remove the pod object. Nothing
+//! of a deleted pod stays on the node (`tests/cleanup.rs` checks it on real processes).
 //!
 //! Kubernetes counterpart: `SyncTerminatingPod` and `SyncTerminatedPod` in
 //! `pkg/kubelet/kubelet.go`, `killPodWithSyncResult` / `killContainersWithSyncResult` in
@@ -23,6 +24,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
+use crate::container::pod_log_dir;
 use crate::cri::ContainerState;
 use crate::pod_worker::{find_container, PodUpdate, PodWorker};
 use crate::terminate::{effective_grace_seconds, stop_container, StopRequest};
@@ -95,8 +97,16 @@ impl PodWorker {
             self.report(&latest, true).await;
         }
         self.ctx.sandbox.teardown(&self.uid).await;
+        // Every attempt goes, exited ones included (their records kept `previous` logs
+        // readable while the pod existed), and then the pod's log directory.
         for container in self.containers() {
             let _ = self.ctx.runtime.remove_container(&container.id).await;
+        }
+        let log_dir = pod_log_dir(&self.ctx.root_dir, &latest);
+        if let Err(error) = std::fs::remove_dir_all(&log_dir) {
+            if error.kind() != std::io::ErrorKind::NotFound {
+                warn!(pod = %self.key, %error, "could not remove the pod's log directory");
+            }
         }
         if removed {
             info!(pod = %self.key, "pod terminated (already removed from the API)");

@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         remove_kills_a_running_container_and_forgets_it,
         no_zombies_are_left_behind,
         starting_a_container_takes_milliseconds,
+        pod_containers_lists_one_pod_and_its_exits,
     ])
 }
 
@@ -202,6 +203,8 @@ async fn a_new_runtime_adopts_containers_after_a_kubelet_kill_9() {
         .unwrap();
     assert_eq!(exit_code(&waiter.await.unwrap()), Some(143));
     assert!(proc_stat(pid).is_none());
+    // The pidfd watcher recorded the exit: the listing says so too.
+    assert_eq!(exit_code(&adopted.list_containers()[0]), Some(143));
 }
 
 async fn a_container_whose_shim_died_is_killed_and_reported_as_255() {
@@ -511,4 +514,36 @@ fn crash_helper(args: &[String]) -> i32 {
         println!("{pid}");
         std::future::pending::<i32>().await
     })
+}
+
+/// `pod_containers` answers one pod's containers (a uid that is a prefix of another is not
+/// confused with it), and their exits show up as they happen, without asking again.
+async fn pod_containers_lists_one_pod_and_its_exits() {
+    let fx = Fixture::new();
+    let mut config = fx.config("quick", &["true"], &[]);
+    config.pod_uid = "pod".into();
+    let quick = fx.start(config).await;
+    let mut config = fx.config("other", &["sleep", "1000"], &[]);
+    config.pod_uid = "pod-x".into();
+    let other = fx.start(config).await;
+    fx.rt.wait_container(&quick).await.unwrap();
+
+    let mine = fx.rt.pod_containers("pod");
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    assert_eq!(
+        (mine[0].id.as_str(), exit_code(&mine[0])),
+        (quick.as_str(), Some(0))
+    );
+    let theirs = fx.rt.pod_containers("pod-x");
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    assert_eq!(
+        (theirs[0].id.as_str(), exit_code(&theirs[0])),
+        (other.as_str(), None)
+    );
+    assert!(fx.rt.pod_containers("po").is_empty());
+
+    let waiter = fx.rt.wait_container(&other);
+    fx.rt.signal_container(&other, StopSignal::Kill).unwrap();
+    waiter.await.unwrap();
+    assert_eq!(exit_code(&fx.rt.pod_containers("pod-x")[0]), Some(137));
 }

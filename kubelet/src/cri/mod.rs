@@ -133,10 +133,24 @@ pub trait Runtime: Send + Sync + 'static {
     /// kubelet restart (this is how a restarted kubelet adopts its pods).
     fn list_containers(&self) -> Vec<ContainerStatus>;
 
+    /// The containers of one pod (every attempt, running or exited). What a pod worker asks on
+    /// each sync; a runtime with many pods should answer without looking at the others.
+    fn pod_containers(&self, pod_uid: &str) -> Vec<ContainerStatus> {
+        self.list_containers()
+            .into_iter()
+            .filter(|c| c.config.pod_uid == pod_uid)
+            .collect()
+    }
+
     /// Forgets an exited container (its record and log are removed); kills it first if it runs.
     fn remove_container(&self, id: &str) -> BoxFuture<'_, Result<()>>;
 
     /// Runs `argv` with the container's environment and working directory, bounded by `timeout`
     /// (exit code 137 and what was read so far when it runs over).
-    fn exec_sync(&self, id: &str, argv: Vec<String>, timeout: std::time::Duration) -> BoxFuture<'_, Result<ExecResult>>;
+    fn exec_sync(
+        &self,
+        id: &str,
+        argv: Vec<String>,
+        timeout: std::time::Duration,
+    ) -> BoxFuture<'_, Result<ExecResult>>;
 }

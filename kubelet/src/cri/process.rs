@@ -16,21 +16,26 @@
 //! zombies). An adopted shim is not our child; we open a pidfd on it (`pidfd_open`, Linux ≥ 5.3)
 //! and await its readability with tokio's `AsyncFd` — no polling.
 //!
+//! The containers' state is kept in memory (`process/state.rs`) and changes only on those events: the task that
+//! awaits a shim reads its `exit.json` once, when it ends, and records the exit. So listing the
+//! containers (every pod sync does) reads no file; the disk is read at startup (adoption) and on
+//! each exit. A pod worker asks for its own pod's containers only (`pod_containers`, a range
+//! of the id-ordered map, since ids start with the pod uid), so a sync does not grow with the
+//! number of pods on the node.
+//!
 //! minik simplifies: no images, sandboxes, cgroups or user namespaces; a stop is two signals sent
 //! by the kubelet's pod worker, which owns the grace-period clock.
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::fd::OwnedFd;
 use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use jiff::Timestamp;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -43,8 +48,10 @@ use super::{
 };
 use crate::shim::{self, ExitRecord, Handshake, StartedRecord, StoredConfig};
 use exec::run_exec;
+use state::{adopt, record_lost_shim, refresh, same_process, wait_for_exit};
 
 mod exec;
+mod state;
 
 /// How long `start_container` waits for the shim's handshake line.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -72,8 +79,10 @@ struct Record {
     dir: PathBuf,
     started: StartedRecord,
     exit: Option<ExitRecord>,
-    /// Present when the shim is our own child: becomes `true` once a task has reaped it.
-    reaped: Option<watch::Receiver<bool>>,
+    /// Becomes `true` once the task awaiting the shim (our child's reaper, or a pidfd watcher
+    /// for an adopted one) has seen it end and recorded `exit`. `None`: no task watches it (an
+    /// adopted container outside a tokio runtime); then [`refresh`] looks at the disk.
+    shim_done: Option<watch::Receiver<bool>>,
 }
 
 impl ProcessRuntime {
@@ -104,9 +113,11 @@ impl ProcessRuntime {
             minik_binary,
             containers: Mutex::new(containers),
         };
-        Ok(ProcessRuntime {
+        let runtime = ProcessRuntime {
             inner: Arc::new(inner),
-        })
+        };
+        runtime.watch_adopted();
+        Ok(runtime)
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<ContainerId, Record>> {
@@ -158,20 +169,22 @@ impl ProcessRuntime {
         match handshake {
             Some(Handshake::Started(started)) => {
                 let (tx, rx) = watch::channel(false);
-                tokio::spawn(async move {
-                    let _ = child.wait().await; // reaps the shim: no zombie
-                    tx.send_replace(true);
-                });
                 info!(container = %id, pid = started.pid, argv0 = %config.argv[0], "started container");
                 let record = Record {
                     config,
                     dir,
-                    started,
+                    started: started.clone(),
                     exit: None,
-                    reaped: Some(rx),
+                    shim_done: Some(rx),
                 };
                 let status = status_of(&id, &record);
-                self.lock().insert(id, record);
+                self.lock().insert(id.clone(), record);
+                // Inserted before the reaper runs, so the exit always finds its record.
+                let this = self.clone();
+                tokio::spawn(async move {
+                    let _ = child.wait().await; // reaps the shim: no zombie
+                    this.shim_ended(&id, &started, &tx);
+                });
                 Ok(status)
             }
             Some(Handshake::Failed(exit)) => {
@@ -227,25 +240,30 @@ impl ProcessRuntime {
 
     async fn wait(&self, id: &str) -> Result<ContainerStatus> {
         let record = self.record(id)?;
-        // Our own shim is awaited even if `exit.json` is already there: once this returns, the
-        // shim is reaped and nothing of the container is left.
-        match record.reaped.clone() {
-            Some(mut reaped) => {
-                let _ = reaped.wait_for(|done| *done).await;
+        // A watched shim is awaited even if `exit.json` is already there: once this returns, our
+        // own shim is reaped and nothing of the container is left.
+        if let Some(mut done) = record.shim_done.clone() {
+            if done.wait_for(|done| *done).await.is_ok() {
+                let record = self.record(id)?;
+                if record.exit.is_some() {
+                    return Ok(status_of(id, &record));
+                }
             }
-            None if record.exit.is_none() => {
-                wait_for_exit(record.started.shim_pid, record.started.shim_start_ticks).await?;
-            }
-            None => {}
+        }
+        // Nobody watches this shim (or its watcher gave up): await it here.
+        if record.exit.is_none() {
+            wait_for_exit(record.started.shim_pid, record.started.shim_start_ticks).await?;
         }
         let mut containers = self.lock();
         let record = containers
             .get_mut(id)
             .ok_or_else(|| Error::NotFound(id.to_string()))?;
-        refresh(record);
         if record.exit.is_none() {
-            // The shim is gone (we just saw it), so this records the "unknown" exit.
-            record_lost_shim(record);
+            // The shim is gone (we just saw it): it wrote its exit, or this records "unknown".
+            record.exit = shim::read_json(&record.dir.join(shim::EXIT_FILE)).ok();
+            if record.exit.is_none() {
+                record_lost_shim(record);
+            }
         }
         Ok(status_of(id, record))
     }
@@ -325,6 +343,22 @@ impl Runtime for ProcessRuntime {
             .collect()
     }
 
+    fn pod_containers(&self, pod_uid: &str) -> Vec<ContainerStatus> {
+        // Ids are `{pod_uid}-{name}-{attempt}` and the map is ordered: the pod's containers are
+        // one range. The uid is compared too (a uid could be a prefix of another).
+        let prefix = format!("{pod_uid}-");
+        let mut containers = self.lock();
+        containers
+            .range_mut(prefix.clone()..)
+            .take_while(|(id, _)| id.starts_with(&prefix))
+            .filter(|(_, record)| record.config.pod_uid == pod_uid)
+            .map(|(id, record)| {
+                refresh(record);
+                status_of(id, record)
+            })
+            .collect()
+    }
+
     fn remove_container(&self, id: &str) -> BoxFuture<'_, Result<()>> {
         let id = id.to_string();
         async move { self.remove(&id).await }.boxed()
@@ -373,105 +407,6 @@ async fn read_handshake(child: &mut tokio::process::Child) -> Option<Handshake> 
         Ok(Ok(n)) if n > 0 => serde_json::from_str(&line).ok(),
         _ => None,
     }
-}
-
-/// Rebuilds a record from a container directory left by an earlier runtime. `None` if the
-/// container never got as far as running.
-fn adopt(dir: &Path) -> Option<Record> {
-    let config: StoredConfig = shim::read_json(&dir.join(shim::CONFIG_FILE)).ok()?;
-    let started: StartedRecord = shim::read_json(&dir.join(shim::STARTED_FILE)).ok()?;
-    let mut record = Record {
-        config: config.into(),
-        dir: dir.to_path_buf(),
-        started,
-        exit: None,
-        reaped: None,
-    };
-    refresh(&mut record);
-    Some(record)
-}
-
-/// Brings a running record up to date: loads `exit.json` if the shim has written it, and notices
-/// a shim that ended without writing one.
-fn refresh(record: &mut Record) {
-    if record.exit.is_some() {
-        return;
-    }
-    record.exit = shim::read_json(&record.dir.join(shim::EXIT_FILE)).ok();
-    if record.exit.is_none() && shim_gone(record) {
-        // The shim writes exit.json before it ends: read again in case it did so just now.
-        record.exit = shim::read_json(&record.dir.join(shim::EXIT_FILE)).ok();
-        if record.exit.is_none() {
-            record_lost_shim(record);
-        }
-    }
-}
-
-/// Has the container's shim ended? Our own child: its reaper task says so. Adopted: its pid no
-/// longer exists with the recorded start time.
-fn shim_gone(record: &Record) -> bool {
-    match &record.reaped {
-        Some(reaped) => *reaped.borrow(),
-        None => !same_process(record.started.shim_pid, record.started.shim_start_ticks),
-    }
-}
-
-/// The shim died without recording an exit (it was SIGKILLed): nobody supervises the group any
-/// more, so kill it, and record exit code 255 ("unknown") with an explanation.
-fn record_lost_shim(record: &mut Record) {
-    let StartedRecord {
-        pid, start_ticks, ..
-    } = record.started;
-    if same_process(pid, start_ticks) {
-        let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
-    }
-    warn!(pid, "container shim ended without recording an exit status");
-    let exit = ExitRecord {
-        exit_code: UNKNOWN_EXIT_CODE,
-        started_at: record.started.started_at,
-        finished_at: Timestamp::now(),
-        message: Some("the container's shim died; exit status unknown".into()),
-    };
-    if let Ok(bytes) = serde_json::to_vec(&exit) {
-        let _ = shim::write_atomic(&record.dir.join(shim::EXIT_FILE), &bytes);
-    }
-    record.exit = Some(exit);
-}
-
-/// True if `pid` is alive (not a zombie) and is the process that started at `start_ticks`, not
-/// a recycled pid.
-fn same_process(pid: u32, start_ticks: u64) -> bool {
-    shim::proc_stat(pid)
-        .is_some_and(|stat| stat.start_ticks == start_ticks && !matches!(stat.state, 'Z' | 'X'))
-}
-
-/// Waits for a process that is not our child to end, through a pidfd (readable once it exits).
-async fn wait_for_exit(pid: u32, start_ticks: u64) -> Result<()> {
-    let Some(raw) = rustix::process::Pid::from_raw(pid as i32) else {
-        return Ok(());
-    };
-    let fd = match rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::SRCH) => return Ok(()),
-        Err(err) => return Err(Error::Io(err.into())),
-    };
-    // Checked after opening: if the pid had been recycled before, the pidfd is for a stranger.
-    if !same_process(pid, start_ticks) {
-        return Ok(());
-    }
-    let fd = register_readable(fd)?;
-    let _ = fd.readable().await?;
-    Ok(())
-}
-
-/// Registers a pidfd with tokio's reactor. The only `unsafe` of the runtime: tokio requires the
-/// registered fd to stay open and unchanged while the `AsyncFd` lives, which an [`OwnedFd`] moved
-/// into it guarantees (nobody else can close or replace it).
-#[allow(unsafe_code)]
-fn register_readable(fd: OwnedFd) -> std::io::Result<tokio::io::unix::AsyncFd<OwnedFd>> {
-    // SAFETY: `fd` is an open, owned descriptor; ownership moves into the AsyncFd.
-    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
-        .map_err(std::io::Error::from)
 }
 
 fn status_of(id: &str, record: &Record) -> ContainerStatus {
