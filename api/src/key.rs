@@ -20,17 +20,26 @@ pub struct ObjectKey {
 impl ObjectKey {
     /// A key for a namespaced object.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        ObjectKey { namespace: Some(namespace.into()), name: name.into() }
+        ObjectKey {
+            namespace: Some(namespace.into()),
+            name: name.into(),
+        }
     }
 
     /// A key for a cluster-scoped object.
     pub fn cluster(name: impl Into<String>) -> Self {
-        ObjectKey { namespace: None, name: name.into() }
+        ObjectKey {
+            namespace: None,
+            name: name.into(),
+        }
     }
 
     /// The key of an object, read from its metadata (a missing name becomes the empty string).
     pub fn of(meta: &ObjectMeta) -> Self {
-        ObjectKey { namespace: meta.namespace.clone(), name: meta.name.clone().unwrap_or_default() }
+        ObjectKey {
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone().unwrap_or_default(),
+        }
     }
 
     /// Parses `ns/name` or `name` (the inverse of `Display`).

@@ -13,6 +13,7 @@
 //! - [`watch`]: `WatchEvent`, one line of a watch stream;
 //! - [`status`]: builders for the `Status` object every API error is;
 //! - [`selector`]: label and field selectors, parsed and matched.
+//! - [`printers`]: the columns and cells of `get` for each kind (the server's Tables, the CLI).
 //!
 //! Read next: `apiserver/src/lib.rs`, where these objects are stored and served.
 

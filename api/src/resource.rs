@@ -24,7 +24,10 @@ pub struct ResourceInfo {
 impl ResourceInfo {
     /// The API group: empty for the core group.
     pub fn group(&self) -> &'static str {
-        self.api_version.split_once('/').map(|(group, _)| group).unwrap_or("")
+        self.api_version
+            .split_once('/')
+            .map(|(group, _)| group)
+            .unwrap_or("")
     }
 
     /// The path prefix of the kind's group and version: `/api/v1` or `/apis/{group}/{version}`.
@@ -39,13 +42,62 @@ impl ResourceInfo {
 
 /// Every kind minik serves.
 pub const RESOURCES: &[ResourceInfo] = &[
-    ResourceInfo { kind: "Pod", plural: "pods", singular: "pod", short_names: &["po"], namespaced: true, api_version: "v1" },
-    ResourceInfo { kind: "Service", plural: "services", singular: "service", short_names: &["svc"], namespaced: true, api_version: "v1" },
-    ResourceInfo { kind: "Endpoints", plural: "endpoints", singular: "endpoints", short_names: &["ep"], namespaced: true, api_version: "v1" },
-    ResourceInfo { kind: "Event", plural: "events", singular: "event", short_names: &["ev"], namespaced: true, api_version: "v1" },
-    ResourceInfo { kind: "Node", plural: "nodes", singular: "node", short_names: &["no"], namespaced: false, api_version: "v1" },
-    ResourceInfo { kind: "Namespace", plural: "namespaces", singular: "namespace", short_names: &["ns"], namespaced: false, api_version: "v1" },
-    ResourceInfo { kind: "Lease", plural: "leases", singular: "lease", short_names: &[], namespaced: true, api_version: "coordination.k8s.io/v1" },
+    ResourceInfo {
+        kind: "Pod",
+        plural: "pods",
+        singular: "pod",
+        short_names: &["po"],
+        namespaced: true,
+        api_version: "v1",
+    },
+    ResourceInfo {
+        kind: "Service",
+        plural: "services",
+        singular: "service",
+        short_names: &["svc"],
+        namespaced: true,
+        api_version: "v1",
+    },
+    ResourceInfo {
+        kind: "Endpoints",
+        plural: "endpoints",
+        singular: "endpoints",
+        short_names: &["ep"],
+        namespaced: true,
+        api_version: "v1",
+    },
+    ResourceInfo {
+        kind: "Event",
+        plural: "events",
+        singular: "event",
+        short_names: &["ev"],
+        namespaced: true,
+        api_version: "v1",
+    },
+    ResourceInfo {
+        kind: "Node",
+        plural: "nodes",
+        singular: "node",
+        short_names: &["no"],
+        namespaced: false,
+        api_version: "v1",
+    },
+    ResourceInfo {
+        kind: "Namespace",
+        plural: "namespaces",
+        singular: "namespace",
+        short_names: &["ns"],
+        namespaced: false,
+        api_version: "v1",
+    },
+    ResourceInfo {
+        kind: "Lease",
+        plural: "leases",
+        singular: "lease",
+        short_names: &[],
+        namespaced: true,
+        api_version: "coordination.k8s.io/v1",
+    },
 ];
 
 /// Finds a kind by any name a user may type: plural, singular, short name or Kind (any case).
@@ -61,12 +113,16 @@ pub fn lookup(name: &str) -> Option<&'static ResourceInfo> {
 
 /// Finds a kind by its URL segment (`pods`) within an API group (empty for core).
 pub fn by_plural(group: &str, plural: &str) -> Option<&'static ResourceInfo> {
-    RESOURCES.iter().find(|info| info.plural == plural && info.group() == group)
+    RESOURCES
+        .iter()
+        .find(|info| info.plural == plural && info.group() == group)
 }
 
 /// Finds a kind by `apiVersion` and `kind`, as written in a manifest.
 pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static ResourceInfo> {
-    RESOURCES.iter().find(|info| info.kind == kind && info.api_version == api_version)
+    RESOURCES
+        .iter()
+        .find(|info| info.kind == kind && info.api_version == api_version)
 }
 
 #[cfg(test)]
@@ -87,6 +143,11 @@ mod tests {
     #[test]
     fn group_paths_follow_the_core_and_named_group_layout() {
         assert_eq!(lookup("pods").unwrap().group_version_path(), "/api/v1");
-        assert_eq!(by_plural("coordination.k8s.io", "leases").unwrap().group_version_path(), "/apis/coordination.k8s.io/v1");
+        assert_eq!(
+            by_plural("coordination.k8s.io", "leases")
+                .unwrap()
+                .group_version_path(),
+            "/apis/coordination.k8s.io/v1"
+        );
     }
 }

@@ -28,7 +28,11 @@ pub fn success(kind: &str, name: &str) -> Status {
 }
 
 fn details(kind: &str, name: &str) -> StatusDetails {
-    StatusDetails { kind: Some(kind.to_string()), name: Some(name.to_string()), ..StatusDetails::default() }
+    StatusDetails {
+        kind: Some(kind.to_string()),
+        name: Some(name.to_string()),
+        ..StatusDetails::default()
+    }
 }
 
 fn with_details(mut status: Status, kind: &str, name: &str) -> Status {
@@ -43,12 +47,24 @@ pub fn bad_request(message: impl Into<String>) -> Status {
 
 /// 404 NotFound: `pods "web" not found`. `plural` is the resource name (`pods`).
 pub fn not_found(plural: &str, name: &str) -> Status {
-    with_details(failure(404, "NotFound", format!("{plural} \"{name}\" not found")), plural, name)
+    with_details(
+        failure(404, "NotFound", format!("{plural} \"{name}\" not found")),
+        plural,
+        name,
+    )
 }
 
 /// 409 AlreadyExists: a create of a name that is taken.
 pub fn already_exists(plural: &str, name: &str) -> Status {
-    with_details(failure(409, "AlreadyExists", format!("{plural} \"{name}\" already exists")), plural, name)
+    with_details(
+        failure(
+            409,
+            "AlreadyExists",
+            format!("{plural} \"{name}\" already exists"),
+        ),
+        plural,
+        name,
+    )
 }
 
 /// 409 Conflict: an update carried a stale `resourceVersion` (or a failed precondition).
@@ -84,18 +100,31 @@ pub fn internal(message: impl Into<String>) -> Status {
 
 /// One invalid field of a 422: `field` is the path (`spec.containers[0].name`).
 pub fn cause(field: impl Into<String>, reason: &str, message: impl Into<String>) -> StatusCause {
-    StatusCause { field: Some(field.into()), reason: Some(reason.to_string()), message: Some(message.into()) }
+    StatusCause {
+        field: Some(field.into()),
+        reason: Some(reason.to_string()),
+        message: Some(message.into()),
+    }
 }
 
 /// 422 Invalid: `Pod "web" is invalid: spec.containers[0].image: Required value`.
 pub fn invalid(kind: &str, name: &str, causes: Vec<StatusCause>) -> Status {
     let reasons: Vec<String> = causes
         .iter()
-        .map(|cause| format!("{}: {}", cause.field.as_deref().unwrap_or(""), cause.message.as_deref().unwrap_or("")))
+        .map(|cause| {
+            format!(
+                "{}: {}",
+                cause.field.as_deref().unwrap_or(""),
+                cause.message.as_deref().unwrap_or("")
+            )
+        })
         .collect();
     let message = format!("{kind} \"{name}\" is invalid: {}", reasons.join(", "));
     let mut status = failure(422, "Invalid", message);
-    status.details = Some(StatusDetails { causes: Some(causes), ..details(kind, name) });
+    status.details = Some(StatusDetails {
+        causes: Some(causes),
+        ..details(kind, name)
+    });
     status
 }
 
@@ -113,8 +142,19 @@ mod tests {
 
     #[test]
     fn invalid_names_each_field() {
-        let status = invalid("Pod", "web", vec![cause("spec.containers[0].image", "FieldValueRequired", "Required value")]);
+        let status = invalid(
+            "Pod",
+            "web",
+            vec![cause(
+                "spec.containers[0].image",
+                "FieldValueRequired",
+                "Required value",
+            )],
+        );
         assert_eq!(status.code, Some(422));
-        assert_eq!(status.message.as_deref(), Some("Pod \"web\" is invalid: spec.containers[0].image: Required value"));
+        assert_eq!(
+            status.message.as_deref(),
+            Some("Pod \"web\" is invalid: spec.containers[0].image: Required value")
+        );
     }
 }

@@ -155,7 +155,23 @@ mod tests {
         let pods = resources.iter().find(|r| r["name"] == "pods").unwrap();
         assert_eq!(pods["shortNames"], json!(["po"]));
         assert_eq!(pods["categories"], json!(["all"]));
-        assert!(resources.iter().any(|r| r["name"] == "pods/binding"));
+        let sub = |name: &str| resources.iter().find(|r| r["name"] == name).cloned();
+        assert_eq!(sub("pods/binding").unwrap()["verbs"], json!(["create"]));
+        assert_eq!(sub("pods/log").unwrap()["verbs"], json!(["get"]));
+        assert_eq!(
+            sub("pods/status").unwrap()["verbs"],
+            json!(["get", "patch", "update"])
+        );
+        assert_eq!(sub("nodes/status").unwrap()["namespaced"], false);
+        let services = sub("services").unwrap();
+        assert_eq!(
+            (
+                services["shortNames"].clone(),
+                services["categories"].clone()
+            ),
+            (json!(["svc"]), json!(["all"]))
+        );
+        assert_eq!(sub("endpoints").unwrap()["singularName"], "endpoints");
         let nodes = resources.iter().find(|r| r["name"] == "nodes").unwrap();
         assert_eq!(nodes["namespaced"], false);
         assert!(resources.iter().all(|r| r["name"] != "leases"));

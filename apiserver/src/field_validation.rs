@@ -19,6 +19,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use axum::http::HeaderValue;
+use axum::response::Response;
 use minik_api::core::{Endpoints, Event, Namespace, Node, Pod, Service};
 use minik_api::k8s_openapi::api::coordination::v1::Lease;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -66,9 +68,9 @@ fn upstream_path(path: &serde_ignored::Path) -> String {
                 format!("{parent}.{key}")
             }
         }
-        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => {
-            upstream_path(parent)
-        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => upstream_path(parent),
     }
 }
 
@@ -97,7 +99,11 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
 pub fn duplicate_fields(body: &[u8]) -> Vec<String> {
     let mut found = BTreeSet::new();
     let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let _ = DuplicateSeed { path: String::new(), found: &mut found }.deserialize(&mut deserializer);
+    let _ = DuplicateSeed {
+        path: String::new(),
+        found: &mut found,
+    }
+    .deserialize(&mut deserializer);
     found.into_iter().collect()
 }
 
@@ -121,11 +127,18 @@ impl<'de> Visitor<'de> for DuplicateSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut seen = BTreeSet::new();
         while let Some(key) = map.next_key::<String>()? {
-            let path = if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
+            let path = if self.path.is_empty() {
+                key.clone()
+            } else {
+                format!("{}.{key}", self.path)
+            };
             if !seen.insert(key) {
                 self.found.insert(path.clone());
             }
-            map.next_value_seed(DuplicateSeed { path, found: self.found })?;
+            map.next_value_seed(DuplicateSeed {
+                path,
+                found: self.found,
+            })?;
         }
         Ok(())
     }
@@ -133,18 +146,36 @@ impl<'de> Visitor<'de> for DuplicateSeed<'_> {
         let mut index = 0;
         loop {
             let path = format!("{}[{index}]", self.path);
-            if seq.next_element_seed(DuplicateSeed { path, found: self.found })?.is_none() {
+            if seq
+                .next_element_seed(DuplicateSeed {
+                    path,
+                    found: self.found,
+                })?
+                .is_none()
+            {
                 return Ok(());
             }
             index += 1;
         }
     }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> { Ok(()) }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> { Ok(()) }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> { Ok(()) }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> { Ok(()) }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> { Ok(()) }
-    fn visit_unit<E>(self) -> Result<(), E> { Ok(()) }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
 }
 
 /// Applies the mode to a request body of `kind`: Strict refuses unknown or duplicate fields with
@@ -174,6 +205,87 @@ pub fn check(mode: Mode, kind: &str, value: &Value, raw: Option<&[u8]>) -> ApiRe
     Ok(problems)
 }
 
+/// Whether a field is really set: not null, false, 0, "" or empty.
+fn set(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::Bool(false) => false,
+        Value::String(s) => !s.is_empty(),
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+        Value::Bool(true) => true,
+    }
+}
+
+/// Pod fields minik stores but does not act on, as warnings (`minik: spec.affinity.podAffinity
+/// is ignored`), the channel real-clients.md §10 recommends for "accepted but not implemented".
+/// Sent whatever `fieldValidation` says, as upstream sends its own deprecation warnings.
+pub fn ignored_by_minik(kind: &str, object: &Value) -> Vec<String> {
+    if kind != "Pod" {
+        return Vec::new();
+    }
+    let spec = &object["spec"];
+    let mut paths = Vec::new();
+    for field in [
+        "affinity/podAffinity",
+        "affinity/podAntiAffinity",
+        "topologySpreadConstraints",
+        "securityContext",
+        "hostNetwork",
+        "runtimeClassName",
+        "overhead",
+    ] {
+        if spec.pointer(&format!("/{field}")).is_some_and(set) {
+            paths.push(format!("spec.{}", field.replace('/', ".")));
+        }
+    }
+    for list in ["initContainers", "containers"] {
+        for (index, container) in spec[list].as_array().into_iter().flatten().enumerate() {
+            let at = format!("spec.{list}[{index}]");
+            for field in [
+                "securityContext",
+                "resources/limits",
+                "livenessProbe/grpc",
+                "readinessProbe/grpc",
+                "startupProbe/grpc",
+            ] {
+                if container.pointer(&format!("/{field}")).is_some_and(set) {
+                    paths.push(format!("{at}.{}", field.replace('/', ".")));
+                }
+            }
+        }
+    }
+    let mut warnings: Vec<String> = paths
+        .into_iter()
+        .map(|p| format!("minik: {p} is ignored"))
+        .collect();
+    for (index, volume) in spec["volumes"].as_array().into_iter().flatten().enumerate() {
+        for (source, _) in volume.as_object().into_iter().flatten() {
+            if !matches!(source.as_str(), "name" | "emptyDir" | "hostPath") {
+                warnings.push(format!(
+                    "minik: spec.volumes[{index}].{source} is mounted as an empty directory"
+                ));
+            }
+        }
+    }
+    warnings
+}
+
+/// Adds one `Warning: 299 - "…"` header per warning (RFC 7234 warn-code 299, agent `-`), which
+/// kubectl prints on stderr as `Warning: …`.
+pub fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
+    for warning in warnings {
+        let text = format!(
+            "299 - \"{}\"",
+            warning.replace('\\', "\\\\").replace('"', "\\\"")
+        );
+        if let Ok(value) = HeaderValue::from_str(&text) {
+            response.headers_mut().append("warning", value);
+        }
+    }
+    response
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,7 +297,11 @@ mod tests {
                          "spec": {"containers": [{"name": "a", "image": "b", "imagePullPolicyy": "x"}], "foo": true}});
         assert_eq!(
             unknown_fields("Pod", &pod),
-            ["metadata.bogus", "spec.containers[0].imagePullPolicyy", "spec.foo"]
+            [
+                "metadata.bogus",
+                "spec.containers[0].imagePullPolicyy",
+                "spec.foo"
+            ]
         );
         let clean = json!({"metadata": {"name": "web"}, "spec": {"containers": [{"name": "a", "image": "b"}]}});
         assert!(unknown_fields("Pod", &clean).is_empty());
@@ -210,8 +326,27 @@ mod tests {
             error.0.message.as_deref(),
             Some("Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"spec.foo\"")
         );
-        assert_eq!(check(Mode::Warn, "Pod", &pod, None).unwrap(), ["unknown field \"spec.foo\""]);
+        assert_eq!(
+            check(Mode::Warn, "Pod", &pod, None).unwrap(),
+            ["unknown field \"spec.foo\""]
+        );
         assert!(check(Mode::Ignore, "Pod", &pod, None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn fields_minik_does_not_act_on_are_reported() {
+        let pod = json!({"spec": {"hostNetwork": false, "securityContext": {"runAsUser": 1000},
+            "containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}}}],
+            "volumes": [{"name": "d", "emptyDir": {}}, {"name": "c", "configMap": {"name": "x"}}]}});
+        assert_eq!(
+            ignored_by_minik("Pod", &pod),
+            [
+                "minik: spec.securityContext is ignored",
+                "minik: spec.containers[0].resources.limits is ignored",
+                "minik: spec.volumes[1].configMap is mounted as an empty directory",
+            ]
+        );
+        assert!(ignored_by_minik("Service", &pod).is_empty());
     }
 
     #[test]

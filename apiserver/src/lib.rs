@@ -18,20 +18,28 @@
 //! 5. The answer is the object as JSON, or a [`table`] of rows when kubectl asks for one.
 //!
 //! Around that: [`discovery`] (`/version`, `/api`, `/apis`, `/api/v1`), [`openapi`] (the stub
-//! `kubectl apply` validation needs) and [`logs`] (the pod log proxy to the kubelet).
+//! `kubectl apply` validation needs), [`field_validation`] (`fieldValidation=Strict|Warn|Ignore`
+//! and `Warning:` headers), [`patch`] (strategic merge patch and server-side apply with
+//! `managedFields`), [`protobuf`] (the bodies kubectl's typed `create` commands send) and [`logs`]
+//! (the pod log proxy to the kubelet).
 //!
 //! minik simplifies: no authentication, authorization or admission plugins (the namespace
-//! lifecycle and defaulting are built in), no protobuf, one API version per kind, lists served
-//! from current state whatever `resourceVersion` they ask for, strategic merge and server-side
-//! apply reduced to the subset kubectl sends (no field managers, no apply conflicts).
+//! lifecycle and defaulting are built in), protobuf only for the request bodies kubectl sends that
+//! way (answers are JSON), one API version per kind, lists served from current state whatever
+//! `resourceVersion` they ask for, strategic-merge list keys from a hand-written table, and
+//! server-side apply tracking only appliers (no `Update` managers, so no conflicts with the
+//! kubelet or controllers).
 //!
 //! Read next: `handlers/mod.rs` (routing), `registry/deletion.rs` (graceful delete), `watch.rs`.
 
 pub mod discovery;
 pub mod error;
+pub mod field_validation;
 pub mod handlers;
 pub mod logs;
 pub mod openapi;
+pub mod patch;
+pub mod protobuf;
 pub mod registry;
 pub mod server;
 pub mod storage;

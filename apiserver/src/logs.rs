@@ -56,6 +56,40 @@ pub fn resolve_container(pod: &Pod, requested: Option<&str>) -> ApiResult<String
     }
 }
 
+/// Refuses logs of a container that has not run yet, with the kubelet's own words
+/// (`validateContainerLogStatus` in `pkg/kubelet/kubelet_pods.go`): kubectl prints them as
+/// `Error from server (BadRequest): container "main" in pod "web" is waiting to start: ContainerCreating`.
+pub fn check_started(pod: &Pod, container: &str, previous: bool) -> ApiResult<()> {
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let status = pod.status.clone().unwrap_or_default();
+    let found = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
+        .find(|s| s.name == container)
+        .cloned();
+    let Some(found) = found else {
+        return Err(ApiError::bad_request(format!(
+            "container \"{container}\" in pod \"{name}\" is waiting to start: ContainerCreating"
+        )));
+    };
+    let last_terminated = found.last_state.and_then(|s| s.terminated).is_some();
+    if previous && !last_terminated {
+        return Err(ApiError::bad_request(format!(
+            "previous terminated container \"{container}\" in pod \"{name}\" not found"
+        )));
+    }
+    let waiting = found.state.and_then(|s| s.waiting);
+    match waiting {
+        Some(waiting) if !previous && !last_terminated => Err(ApiError::bad_request(format!(
+            "container \"{container}\" in pod \"{name}\" is waiting to start: {}",
+            waiting.reason.unwrap_or_else(|| "ContainerCreating".into())
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Proxies the log of one container.
 pub async fn pod_logs(state: &AppState, request: &ApiRequest) -> ApiResult<Response> {
     let target = &request.target;
@@ -80,6 +114,7 @@ pub async fn pod_logs(state: &AppState, request: &ApiRequest) -> ApiResult<Respo
             "pod {name} does not have a host assigned"
         )));
     }
+    check_started(&pod, &container, request.params.flag("previous"))?;
     let node_key = storage_key(
         minik_api::resource::by_plural("", "nodes").expect("nodes are served"),
         None,
@@ -132,4 +167,52 @@ pub async fn pod_logs(state: &AppState, request: &ApiRequest) -> ApiResult<Respo
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(status: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "web"},
+            "spec": {"containers": [{"name": "main"}]}, "status": status}))
+        .unwrap()
+    }
+
+    #[test]
+    fn logs_of_a_container_that_never_ran_are_refused_with_the_kubelets_words() {
+        let creating = pod(
+            json!({"containerStatuses": [{"name": "main", "ready": false, "restartCount": 0,
+            "image": "x", "imageID": "", "state": {"waiting": {"reason": "ContainerCreating"}}}]}),
+        );
+        let error = check_started(&creating, "main", false).unwrap_err();
+        assert_eq!(
+            (error.code(), error.0.message.as_deref()),
+            (
+                400,
+                Some("container \"main\" in pod \"web\" is waiting to start: ContainerCreating")
+            )
+        );
+        assert!(check_started(&pod(json!({})), "main", false).is_err());
+        let crashed = pod(
+            json!({"containerStatuses": [{"name": "main", "ready": false, "restartCount": 1,
+            "image": "x", "imageID": "", "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+            "lastState": {"terminated": {"exitCode": 1}}}]}),
+        );
+        assert!(
+            check_started(&crashed, "main", false).is_ok(),
+            "the last run's log is served"
+        );
+        assert!(check_started(&crashed, "main", true).is_ok());
+        let running = pod(
+            json!({"containerStatuses": [{"name": "main", "ready": true, "restartCount": 0,
+            "image": "x", "imageID": "", "state": {"running": {}}}]}),
+        );
+        assert!(check_started(&running, "main", false).is_ok());
+        assert!(
+            check_started(&running, "main", true).is_err(),
+            "no previous container"
+        );
+    }
 }

@@ -166,6 +166,52 @@ mod tests {
     }
 
     #[test]
+    fn include_object_picks_what_rows_embed_and_refuses_other_values() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json;as=Table;v=v1;g=meta.k8s.io"),
+        );
+        let with = |value: &str| Params::new(vec![("includeObject".into(), value.into())]);
+        let include = |value: &str| match negotiate(&headers, &with(value)) {
+            Ok(Output::Table { include, .. }) => Some(include),
+            _ => None,
+        };
+        assert_eq!(include("Object"), Some(Include::Object));
+        assert_eq!(include("None"), Some(Include::None));
+        assert_eq!(include(""), Some(Include::Metadata));
+        assert_eq!(
+            negotiate(&headers, &with("Everything")).unwrap_err().code(),
+            400
+        );
+
+        let pod = json!({"kind": "Pod", "metadata": {"name": "web"}, "spec": {"containers": []}});
+        let full = table(
+            "Pod",
+            &[&pod],
+            json!({}),
+            "meta.k8s.io/v1",
+            Include::Object,
+            false,
+        );
+        assert_eq!(full["rows"][0]["object"], pod);
+        assert_eq!(
+            full["columnDefinitions"],
+            json!([]),
+            "later watch events carry no headers"
+        );
+        let bare = table(
+            "Pod",
+            &[&pod],
+            json!({}),
+            "meta.k8s.io/v1",
+            Include::None,
+            true,
+        );
+        assert!(bare["rows"][0].get("object").is_none());
+    }
+
+    #[test]
     fn rows_embed_partial_metadata_by_default() {
         let pod = json!({"metadata": {"name": "web"}, "spec": {"containers": [{"name": "a"}]}});
         let table = table(

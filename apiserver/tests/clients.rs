@@ -154,10 +154,11 @@ async fn kubectl_apply_strategic_patch_and_server_side_apply() {
         (code, created["metadata"]["name"].as_str()),
         (201, Some("ssa"))
     );
+    // Another manager applies only a label: merged in, kubectl's containers stay.
     let relabel = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ssa\n  labels:\n    team: a\n";
     let request = server
         .http
-        .patch(server.url(&format!("{PODS}/ssa?fieldManager=kubectl")))
+        .patch(server.url(&format!("{PODS}/ssa?fieldManager=labeler")))
         .header("content-type", "application/apply-patch+yaml")
         .body(relabel);
     let (code, updated) = server.send(request).await;
@@ -166,5 +167,26 @@ async fn kubectl_apply_strategic_patch_and_server_side_apply() {
         (200, Some("a"))
     );
     assert_eq!(updated["spec"]["containers"][0]["image"], "busybox");
+    let managers: Vec<&str> = updated["metadata"]["managedFields"]
+        .as_array()
+        .map(|m| m.iter().filter_map(|e| e["manager"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(managers, ["labeler", "kubectl"]);
+    // The same manager no longer applying the containers gives them up: the pod would have
+    // none, which validation refuses (as upstream does).
+    let request = server
+        .http
+        .patch(server.url(&format!("{PODS}/ssa?fieldManager=kubectl")))
+        .header("content-type", "application/apply-patch+yaml")
+        .body(relabel);
+    let (code, refused) = server.send(request).await;
+    assert_eq!(code, 422, "{refused}");
+    // Without fieldManager, apply is refused.
+    let request = server
+        .http
+        .patch(server.url(&format!("{PODS}/ssa")))
+        .header("content-type", "application/apply-patch+yaml")
+        .body(relabel);
+    assert_eq!(server.send(request).await.0, 400);
     server.stop().await;
 }

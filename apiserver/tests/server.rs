@@ -90,6 +90,17 @@ async fn pod_logs_are_proxied_from_the_kubelet_of_the_pods_node() {
             &json!({"target": {"kind": "Node", "name": "node-1"}}),
         )
         .await;
+    // Logs exist once the container has started (the kubelet reports it in the pod's status).
+    let started = json!({"status": {"containerStatuses": [{"name": "main", "ready": true, "restartCount": 0,
+        "image": "busybox", "imageID": "", "state": {"running": {}}}]}});
+    let (code, _) = server
+        .patch(
+            &format!("{PODS}/web/status"),
+            "application/merge-patch+json",
+            &started,
+        )
+        .await;
+    assert_eq!(code, 200);
     let response = server
         .http
         .get(server.url(&format!("{PODS}/web/log?tailLines=5&follow=true")))

@@ -124,6 +124,8 @@ pub enum BodyFormat {
     Json,
     /// `application/yaml` (and `application/apply-patch+yaml`).
     Yaml,
+    /// `application/vnd.kubernetes.protobuf` (kubectl's typed creates; see `protobuf.rs`).
+    Protobuf,
 }
 
 /// The media type of a request, lowercased, without parameters; `None` when absent.
@@ -146,6 +148,7 @@ pub fn body_format(content_type: Option<&str>) -> ApiResult<BodyFormat> {
         Some("application/yaml") | Some("application/x-yaml") | Some("text/yaml") => {
             Ok(BodyFormat::Yaml)
         }
+        Some("application/vnd.kubernetes.protobuf") => Ok(BodyFormat::Protobuf),
         Some(other) => Err(status::unsupported_media_type(other).into()),
     }
 }
@@ -161,6 +164,13 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8], format: BodyFormat) -> ApiResul
                 .map_err(|e| ApiError::bad_request(format!("body is not UTF-8: {e}")))?;
             let value: Value = serde_saphyr::from_str(text).map_err(|e| {
                 ApiError::bad_request(format!("couldn't decode the request body as YAML: {e}"))
+            })?;
+            serde_json::from_value(value)
+                .map_err(|e| ApiError::bad_request(format!("invalid object: {e}")))
+        }
+        BodyFormat::Protobuf => {
+            let value = crate::protobuf::decode(bytes).map_err(|e| {
+                ApiError::from(status::failure(415, "UnsupportedMediaType", e.to_string()))
             })?;
             serde_json::from_value(value)
                 .map_err(|e| ApiError::bad_request(format!("invalid object: {e}")))
@@ -195,9 +205,11 @@ mod tests {
             BodyFormat::Yaml
         );
         assert_eq!(
-            body_format(Some("application/vnd.kubernetes.protobuf"))
-                .unwrap_err()
-                .code(),
+            body_format(Some("application/vnd.kubernetes.protobuf")).unwrap(),
+            BodyFormat::Protobuf
+        );
+        assert_eq!(
+            body_format(Some("application/cbor")).unwrap_err().code(),
             415
         );
     }

@@ -15,10 +15,11 @@ use minik_api::{status, ResourceInfo};
 use serde_json::{json, Value};
 use tracing::info;
 
-use super::request::{body_format, decode_object};
+use super::request::{body_format, decode_object, BodyFormat};
 use super::{namespaces, object_response, storage_key, ApiRequest, Target};
 use crate::error::{json_response, ApiError, ApiResult};
-use crate::registry::fields::{self, FieldValidation};
+use crate::field_validation::{self as fields, Mode};
+use crate::patch::apply as server_side_apply;
 use crate::registry::patch::PatchType;
 use crate::registry::{self, meta, pods, services};
 use crate::storage;
@@ -36,30 +37,43 @@ pub async fn create(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
         )
         .into());
     }
-    let body = decode_object(&request.body, body_format(request.content_type())?)?;
-    let warnings = fields::check(
-        FieldValidation::from_params(&request.params)?,
-        target.info.kind,
-        &body,
-    )?;
+    let (body, warnings) = decode_checked(request)?;
     let response = create_object(
         state,
         target.info,
         target.namespace.as_deref(),
         body,
         request.params.dry_run(),
+        None,
     )
     .await?;
     Ok(fields::with_warnings(response, &warnings))
 }
 
+/// Decodes a create/update body and applies `fieldValidation` to it (unknown and, for JSON,
+/// duplicate fields): the object and the warnings to send.
+fn decode_checked(request: &ApiRequest) -> ApiResult<(Value, Vec<String>)> {
+    let format = body_format(request.content_type())?;
+    let body = decode_object(&request.body, format)?;
+    let raw = (format == BodyFormat::Json).then_some(&request.body[..]);
+    let mode = Mode::from_params(&request.params)?;
+    let kind = request.target.info.kind;
+    let mut warnings = fields::check(mode, kind, &body, raw)?;
+    if request.target.subresource.is_none() {
+        warnings.extend(fields::ignored_by_minik(kind, &body));
+    }
+    Ok((body, warnings))
+}
+
 /// Stores a new object after the registry prepared it (201 with the stored object).
+/// `managed_fields` (from server-side apply) replace whatever the body carried.
 async fn create_object(
     state: &AppState,
     info: &'static ResourceInfo,
     namespace: Option<&str>,
     body: Value,
     dry_run: bool,
+    managed_fields: Option<Value>,
 ) -> ApiResult<Response> {
     let namespace = namespace.filter(|_| info.namespaced);
     if let Some(namespace) = namespace {
@@ -80,7 +94,10 @@ async fn create_object(
     } else {
         BTreeSet::new()
     };
-    let object = registry::prepare_create(info, body, namespace, &used)?;
+    let mut object = registry::prepare_create(info, body, namespace, &used)?;
+    if let Some(managed) = managed_fields {
+        meta::meta_mut(&mut object)?.insert("managedFields".into(), managed);
+    }
     let name = meta::meta_str(&object, "name").unwrap_or("").to_string();
     if dry_run {
         return Ok(object_response(StatusCode::CREATED, &object));
@@ -97,13 +114,8 @@ async fn create_object(
 
 /// `PUT …/{plural}/{name}` (and `…/status`).
 pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Response> {
-    let body = decode_object(&request.body, body_format(request.content_type())?)?;
+    let (body, warnings) = decode_checked(request)?;
     let target = &request.target;
-    let warnings = fields::check(
-        FieldValidation::from_params(&request.params)?,
-        target.info.kind,
-        &body,
-    )?;
     // Like upstream's endpoints, events and leases (`AllowCreateOnUpdate`), a PUT may create them.
     if matches!(target.info.kind, "Endpoints" | "Event" | "Lease") && target.subresource.is_none() {
         let missing = state
@@ -121,6 +133,7 @@ pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
                 target.namespace.as_deref(),
                 body,
                 request.params.dry_run(),
+                None,
             )
             .await?;
             return Ok(fields::with_warnings(response, &warnings));
@@ -139,30 +152,16 @@ pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
     Ok(fields::with_warnings(response, &warnings))
 }
 
-/// `PATCH …/{plural}/{name}` (and `…/status`); server-side apply creates a missing object.
+/// `PATCH …/{plural}/{name}` (and `…/status`): merge, JSON, strategic merge or apply patches.
 pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response> {
     let patch_type = PatchType::from_content_type(request.content_type())?;
     let patch = patch_type.decode_body(&request.body)?;
-    let target = &request.target;
-    let mode = FieldValidation::from_params(&request.params)?;
-    let exists = state
-        .storage
-        .get(&target.key())
-        .map_err(|e| ApiError::from_storage(e, target.info.plural, target.name()))?;
-    if exists.is_none() && patch_type == PatchType::Apply && target.subresource.is_none() {
-        let mut body = patch;
-        meta::meta_mut(&mut body)?.insert("name".into(), Value::String(target.name().to_string()));
-        let warnings = fields::check(mode, target.info.kind, &body)?;
-        let response = create_object(
-            state,
-            target.info,
-            target.namespace.as_deref(),
-            body,
-            request.params.dry_run(),
-        )
-        .await?;
-        return Ok(fields::with_warnings(response, &warnings));
+    let mode = Mode::from_params(&request.params)?;
+    if patch_type == PatchType::Apply {
+        return apply(state, request, patch, mode).await;
     }
+    let target = &request.target;
+    let kind = target.info.kind;
     let precondition = if patch_type == PatchType::Json {
         None
     } else {
@@ -176,14 +175,76 @@ pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response
         precondition,
         request.params.dry_run(),
         |stored| {
-            let patched = registry::patch::apply(patch_type, stored, &patch)?;
-            let found = fields::check(mode, target.info.kind, &patched)?;
+            let patched = registry::patch::apply(patch_type, kind, stored, &patch)?;
+            // The result is checked, not the patch: patches carry `$` directives.
+            let found = fields::check(mode, kind, &patched, None)?;
             *warnings.lock().unwrap_or_else(|p| p.into_inner()) = found;
             registry::prepare_update(target.info, patched, stored, target.name(), sub)
         },
     )
     .await?;
     let warnings = warnings.into_inner().unwrap_or_else(|p| p.into_inner());
+    Ok(fields::with_warnings(response, &warnings))
+}
+
+/// Server-side apply (`application/apply-patch+yaml`): an upsert that records the applier's
+/// fields in `metadata.managedFields` (see `patch/apply.rs`). 201 when it created the object.
+async fn apply(
+    state: &AppState,
+    request: &ApiRequest,
+    applied: Value,
+    mode: Mode,
+) -> ApiResult<Response> {
+    let target = &request.target;
+    let kind = target.info.kind;
+    let options = server_side_apply::Options {
+        field_manager: request.params.get("fieldManager").map(str::to_string),
+        force: request.params.flag("force"),
+        time: meta::now_value().as_str().unwrap_or("").to_string(),
+        status: target.subresource.as_deref() == Some("status"),
+    };
+    let to_api = |e: crate::patch::Error| ApiError::from(e.to_status());
+    let mut warnings = fields::check(mode, kind, &applied, None)?;
+    warnings.extend(fields::ignored_by_minik(kind, &applied));
+    let exists = state
+        .storage
+        .get(&target.key())
+        .map_err(|e| ApiError::from_storage(e, target.info.plural, target.name()))?;
+    if exists.is_none() && target.subresource.is_none() {
+        if let Some(given) = meta::meta_str(&applied, "name").filter(|n| *n != target.name()) {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({given}) does not match the name on the URL ({})",
+                target.name()
+            )));
+        }
+        let mut body = server_side_apply::apply(kind, None, &applied, &options).map_err(to_api)?;
+        let managed = body.pointer("/metadata/managedFields").cloned();
+        meta::meta_mut(&mut body)?.insert("name".into(), Value::String(target.name().to_string()));
+        let response = create_object(
+            state,
+            target.info,
+            target.namespace.as_deref(),
+            body,
+            request.params.dry_run(),
+            managed,
+        )
+        .await?;
+        return Ok(fields::with_warnings(response, &warnings));
+    }
+    let precondition = meta::resource_version(&applied).ok().flatten();
+    let sub = target.subresource.as_deref();
+    let response = guaranteed_update(
+        state,
+        target,
+        precondition,
+        request.params.dry_run(),
+        |stored| {
+            let merged =
+                server_side_apply::apply(kind, Some(stored), &applied, &options).map_err(to_api)?;
+            registry::prepare_update(target.info, merged, stored, target.name(), sub)
+        },
+    )
+    .await?;
     Ok(fields::with_warnings(response, &warnings))
 }
 

@@ -35,6 +35,9 @@ pub struct Options {
     pub force: bool,
     /// The time to record in the manager's entry (RFC 3339, seconds).
     pub time: String,
+    /// Applying to the `status` subresource: the configuration's `status` is kept (and, as a
+    /// simplification, not tracked in the field set).
+    pub status: bool,
 }
 
 /// One `metadata.managedFields` entry, with its field set parsed.
@@ -46,32 +49,48 @@ struct Entry {
 }
 
 fn entries(live: &Value) -> Vec<Entry> {
-    let Some(list) = live.pointer("/metadata/managedFields").and_then(Value::as_array) else {
+    let Some(list) = live
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+    else {
         return Vec::new();
     };
     list.iter()
         .map(|raw| Entry {
             manager: raw["manager"].as_str().unwrap_or("").to_string(),
             is_apply: raw["operation"] == "Apply",
-            fields: raw.get("fieldsV1").map(fieldset::from_fields_v1).unwrap_or_default(),
+            fields: raw
+                .get("fieldsV1")
+                .map(fieldset::from_fields_v1)
+                .unwrap_or_default(),
             raw: raw.clone(),
         })
         .collect()
 }
 
 /// The applied configuration as it will be merged: system metadata and directives removed.
-fn clean_config(applied: &Value) -> Result<Value> {
+fn clean_config(applied: &Value, keep_status: bool) -> Result<Value> {
     let Value::Object(_) = applied else {
-        return Err(Error::BadPatch("an apply configuration must be an object".into()));
+        return Err(Error::BadPatch(
+            "an apply configuration must be an object".into(),
+        ));
     };
     let mut config = applied.clone();
     if let Some(Value::Object(meta)) = config.get_mut("metadata") {
-        for key in ["managedFields", "resourceVersion", "uid", "creationTimestamp", "generation"] {
+        for key in [
+            "managedFields",
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "generation",
+        ] {
             meta.remove(key);
         }
     }
     if let Value::Object(map) = &mut config {
-        map.remove("status");
+        if !keep_status {
+            map.remove("status");
+        }
     }
     Ok(config)
 }
@@ -83,18 +102,31 @@ fn entry_json(manager: &str, api_version: &str, time: &str, fields: &FieldSet) -
 
 /// Applies `applied` (already parsed from YAML) for the manager in `options`. `live` is the stored
 /// object, or `None` when apply creates it. Returns the object to store.
-pub fn apply(kind: &str, live: Option<&Value>, applied: &Value, options: &Options) -> Result<Value> {
+pub fn apply(
+    kind: &str,
+    live: Option<&Value>,
+    applied: &Value,
+    options: &Options,
+) -> Result<Value> {
     let manager = options
         .field_manager
         .as_deref()
         .filter(|m| !m.is_empty())
         .ok_or(Error::MissingFieldManager)?;
-    let config = clean_config(applied)?;
+    let config = clean_config(applied, options.status)?;
     let api_version = config["apiVersion"].as_str().unwrap_or("v1").to_string();
     let applied_set = fieldset::of_object(kind, &config);
     let Some(live) = live else {
         let mut object = config;
-        set_managed_fields(&mut object, vec![entry_json(manager, &api_version, &options.time, &applied_set)]);
+        set_managed_fields(
+            &mut object,
+            vec![entry_json(
+                manager,
+                &api_version,
+                &options.time,
+                &applied_set,
+            )],
+        );
         return Ok(object);
     };
     let mut others = entries(live);
@@ -108,7 +140,9 @@ pub fn apply(kind: &str, live: Option<&Value>, applied: &Value, options: &Option
     let previous = mine.as_ref().map(|e| e.fields.clone()).unwrap_or_default();
     for stale in previous.difference(&applied_set) {
         let owned_elsewhere = others.iter().any(|e| e.fields.contains(stale))
-            || applied_set.iter().any(|p| p.len() > stale.len() && p.starts_with(stale));
+            || applied_set
+                .iter()
+                .any(|p| p.len() > stale.len() && p.starts_with(stale));
         if !owned_elsewhere {
             fieldset::remove(&mut object, stale);
         }
@@ -116,7 +150,10 @@ pub fn apply(kind: &str, live: Option<&Value>, applied: &Value, options: &Option
 
     // Keep the old timestamp when nothing changed, so a repeated apply is a no-op write.
     let time = match &mine {
-        Some(entry) if entry.fields == applied_set => entry.raw["time"].as_str().unwrap_or(&options.time).to_string(),
+        Some(entry) if entry.fields == applied_set => entry.raw["time"]
+            .as_str()
+            .unwrap_or(&options.time)
+            .to_string(),
         _ => options.time.clone(),
     };
     let mut managed = vec![entry_json(manager, &api_version, &time, &applied_set)];

@@ -65,7 +65,13 @@ pub fn of_object(kind: &str, object: &Value) -> FieldSet {
     set
 }
 
-fn walk(kind: &str, value: &Value, path: &mut FieldPath, names: &mut Vec<String>, set: &mut FieldSet) {
+fn walk(
+    kind: &str,
+    value: &Value,
+    path: &mut FieldPath,
+    names: &mut Vec<String>,
+    set: &mut FieldSet,
+) {
     let Value::Object(map) = value else {
         set.insert(path.clone());
         return;
@@ -91,7 +97,13 @@ fn walk(kind: &str, value: &Value, path: &mut FieldPath, names: &mut Vec<String>
     }
 }
 
-fn walk_list(kind: &str, items: &[Value], path: &mut FieldPath, names: &mut Vec<String>, set: &mut FieldSet) {
+fn walk_list(
+    kind: &str,
+    items: &[Value],
+    path: &mut FieldPath,
+    names: &mut Vec<String>,
+    set: &mut FieldSet,
+) {
     let fields: Vec<&str> = names.iter().map(String::as_str).collect();
     match list_strategy(kind, &fields) {
         ListStrategy::MergeByKey(key) => {
@@ -136,7 +148,9 @@ pub fn to_fields_v1(set: &FieldSet) -> Value {
             let Value::Object(child) = entry else { break };
             node = child;
             let is_last = index + 1 == path.len();
-            let has_children = set.iter().any(|other| other.len() > path.len() && other.starts_with(path));
+            let has_children = set
+                .iter()
+                .any(|other| other.len() > path.len() && other.starts_with(path));
             if is_last && has_children {
                 node.insert(".".into(), Value::Object(Map::new()));
             }
@@ -190,8 +204,14 @@ pub fn get<'a>(object: &'a Value, path: &[Step]) -> Option<&'a Value> {
     for step in path {
         node = match step {
             Step::Field(name) => node.get(name)?,
-            Step::Key(key, id) => node.as_array()?.iter().find(|item| has_key(item, key, id))?,
-            Step::Value(value) => node.as_array()?.iter().find(|item| item.to_string() == *value)?,
+            Step::Key(key, id) => node
+                .as_array()?
+                .iter()
+                .find(|item| has_key(item, key, id))?,
+            Step::Value(value) => node
+                .as_array()?
+                .iter()
+                .find(|item| same_json(item, value))?,
         };
     }
     Some(node)
@@ -199,12 +219,19 @@ pub fn get<'a>(object: &'a Value, path: &[Step]) -> Option<&'a Value> {
 
 /// Whether a list item's merge key `key` has the value whose JSON text is `id`.
 fn has_key(item: &Value, key: &str, id: &str) -> bool {
-    item.get(key).is_some_and(|value| value.to_string() == id)
+    item.get(key).is_some_and(|value| same_json(value, id))
+}
+
+/// Whether `value` is the value written as the JSON `text`.
+fn same_json(value: &Value, text: &str) -> bool {
+    serde_json::from_str::<Value>(text).is_ok_and(|parsed| parsed == *value)
 }
 
 /// Removes the field at `path` from `object` (nothing happens if it is absent).
 pub fn remove(object: &mut Value, path: &[Step]) {
-    let Some((last, parents)) = path.split_last() else { return };
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
     let mut node = object;
     for step in parents {
         let next = match step {
@@ -230,7 +257,7 @@ pub fn remove(object: &mut Value, path: &[Step]) {
         }
         Step::Value(value) => {
             if let Some(items) = node.as_array_mut() {
-                items.retain(|item| item.to_string() != *value);
+                items.retain(|item| !same_json(item, value));
             }
         }
     }

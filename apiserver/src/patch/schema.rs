@@ -94,7 +94,10 @@ mod tests {
 
     #[test]
     fn service_ports_merge_by_port_and_untagged_lists_are_atomic() {
-        assert_eq!(list_strategy("Service", &["spec", "ports"]), MergeByKey("port"));
+        assert_eq!(
+            list_strategy("Service", &["spec", "ports"]),
+            MergeByKey("port")
+        );
         assert_eq!(list_strategy("Pod", &["spec", "tolerations"]), Replace);
         assert_eq!(list_strategy("Endpoints", &["subsets"]), Replace);
         assert_eq!(list_strategy("Node", &["metadata", "finalizers"]), Set);

@@ -57,7 +57,11 @@ fn patch_directive(map: &Map<String, Value>) -> Result<Option<&str>> {
 }
 
 /// The patch map with its directives removed, recursively (what `$patch: replace` stores).
-fn without_directives(kind: &str, path: &mut Vec<String>, map: &Map<String, Value>) -> Result<Value> {
+fn without_directives(
+    kind: &str,
+    path: &mut Vec<String>,
+    map: &Map<String, Value>,
+) -> Result<Value> {
     let mut clean = Value::Object(Map::new());
     let mut stripped = map.clone();
     stripped.remove("$patch");
@@ -144,9 +148,9 @@ fn apply_list_directives(
 ) -> Result<()> {
     for (key, value) in patch {
         if let Some(list) = key.strip_prefix(DELETE_PRIMITIVE) {
-            let remove = value.as_array().ok_or_else(|| {
-                Error::BadPatch(format!("{key} must be a list"))
-            })?;
+            let remove = value
+                .as_array()
+                .ok_or_else(|| Error::BadPatch(format!("{key} must be a list")))?;
             if let Some(Value::Array(current)) = target.get_mut(list) {
                 current.retain(|item| !remove.contains(item));
             }
@@ -265,8 +269,8 @@ fn identity(item: &Value, merge_key: Option<&str>) -> Value {
 }
 
 /// Orders `merged` as `$setElementOrder` says, as upstream's `normalizeElementOrder`: items named
-/// in the order come in that order; items only the server had keep their place relative to their
-/// neighbours in the original list; items neither names go last.
+/// in the order come in that order; items only the server had are interleaved by their position
+/// in the original list; items neither names go last.
 fn reorder(
     merged: Vec<Value>,
     original: &[Value],
@@ -304,9 +308,11 @@ fn reorder(
             (None, None) => break,
             (Some(_), None) => false,
             (None, Some(_)) => true,
+            // As upstream's `mergeSortedSlice`: the patch item first only if the server had it
+            // before the server-only item; otherwise the server-only item.
             (Some(left), Some(right)) => match (server_rank(left), server_rank(right)) {
                 (Some(l), Some(r)) => r < l,
-                _ => false,
+                _ => true,
             },
         };
         let next = if take_server {

@@ -41,7 +41,10 @@ fn kubectl_apply_configure_patch_changes_one_image_and_keeps_the_rest() {
     let merged = merge("Pod", &pod(), &patch).unwrap();
     let main = &merged["spec"]["containers"][0];
     assert_eq!(main["image"], "busybox:1.37");
-    assert_eq!(main["ports"][0]["containerPort"], 80, "untouched fields stay");
+    assert_eq!(
+        main["ports"][0]["containerPort"], 80,
+        "untouched fields stay"
+    );
     assert_eq!(names(&merged["spec"]["containers"]), ["main", "side"]);
     assert_eq!(
         merged["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"],
@@ -55,7 +58,12 @@ fn kubectl_apply_configure_patch_changes_one_image_and_keeps_the_rest() {
 
 #[test]
 fn null_deletes_a_key() {
-    let merged = merge("Pod", &pod(), &json!({"metadata": {"labels": {"app": null, "tier": "x"}}})).unwrap();
+    let merged = merge(
+        "Pod",
+        &pod(),
+        &json!({"metadata": {"labels": {"app": null, "tier": "x"}}}),
+    )
+    .unwrap();
     assert_eq!(merged["metadata"]["labels"], json!({"tier": "x"}));
 }
 
@@ -65,7 +73,10 @@ fn new_list_items_are_appended_with_their_directives_removed() {
         {"name": "extra", "image": "nginx", "$setElementOrder/ports": [{"containerPort": 81}],
          "ports": [{"containerPort": 81}]}]}});
     let merged = merge("Pod", &pod(), &patch).unwrap();
-    assert_eq!(names(&merged["spec"]["containers"]), ["main", "side", "extra"]);
+    assert_eq!(
+        names(&merged["spec"]["containers"]),
+        ["main", "side", "extra"]
+    );
     assert_eq!(
         merged["spec"]["containers"][2],
         json!({"name": "extra", "image": "nginx", "ports": [{"containerPort": 81}]})
@@ -84,7 +95,10 @@ fn env_ports_and_volume_mounts_merge_by_their_own_keys() {
         main["env"],
         json!([{"name": "A", "value": "1"}, {"name": "B", "value": "3"}, {"name": "C", "value": "4"}])
     );
-    assert_eq!(main["ports"], json!([{"containerPort": 80, "name": "http", "protocol": "TCP"}]));
+    assert_eq!(
+        main["ports"],
+        json!([{"containerPort": 80, "name": "http", "protocol": "TCP"}])
+    );
     assert_eq!(main["volumeMounts"][0]["readOnly"], true);
     assert_eq!(main["volumeMounts"].as_array().unwrap().len(), 1);
 }
@@ -98,9 +112,13 @@ fn patch_delete_removes_the_list_item_with_that_key() {
 
 #[test]
 fn patch_replace_in_a_list_replaces_the_whole_list() {
-    let patch = json!({"spec": {"containers": [{"$patch": "replace"}, {"name": "only", "image": "x"}]}});
+    let patch =
+        json!({"spec": {"containers": [{"$patch": "replace"}, {"name": "only", "image": "x"}]}});
     let merged = merge("Pod", &pod(), &patch).unwrap();
-    assert_eq!(merged["spec"]["containers"], json!([{"name": "only", "image": "x"}]));
+    assert_eq!(
+        merged["spec"]["containers"],
+        json!([{"name": "only", "image": "x"}])
+    );
 }
 
 #[test]
@@ -128,23 +146,35 @@ fn retain_keys_clears_the_volume_source_that_was_switched_away_from() {
 fn untagged_lists_such_as_tolerations_are_replaced_whole() {
     let patch = json!({"spec": {"tolerations": [{"key": "c", "operator": "Exists"}]}});
     let merged = merge("Pod", &pod(), &patch).unwrap();
-    assert_eq!(merged["spec"]["tolerations"], json!([{"key": "c", "operator": "Exists"}]));
+    assert_eq!(
+        merged["spec"]["tolerations"],
+        json!([{"key": "c", "operator": "Exists"}])
+    );
 }
 
 #[test]
-fn set_element_order_orders_the_merged_list_and_keeps_server_only_items_in_place() {
+fn set_element_order_orders_the_merged_list_and_interleaves_server_only_items_as_upstream() {
     let original = json!({"spec": {"containers": [
         {"name": "a"}, {"name": "server-only"}, {"name": "b"}]}});
     let patch = json!({"spec": {
         "$setElementOrder/containers": [{"name": "b"}, {"name": "a"}, {"name": "c"}],
         "containers": [{"name": "c", "image": "x"}]}});
     let merged = merge("Pod", &original, &patch).unwrap();
-    assert_eq!(names(&merged["spec"]["containers"]), ["b", "a", "server-only", "c"]);
+    // Upstream's mergeSortedSlice: "server-only" (server index 1) goes before "b" (index 2).
+    assert_eq!(
+        names(&merged["spec"]["containers"]),
+        ["server-only", "b", "a", "c"]
+    );
+    let original = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}, {"name": "z"}]}});
+    let patch = json!({"spec": {"$setElementOrder/containers": [{"name": "b"}, {"name": "a"}]}});
+    let merged = merge("Pod", &original, &patch).unwrap();
+    assert_eq!(names(&merged["spec"]["containers"]), ["b", "a", "z"]);
 }
 
 #[test]
 fn set_element_order_alone_reorders_without_changing_items() {
-    let patch = json!({"spec": {"$setElementOrder/containers": [{"name": "side"}, {"name": "main"}]}});
+    let patch =
+        json!({"spec": {"$setElementOrder/containers": [{"name": "side"}, {"name": "main"}]}});
     let merged = merge("Pod", &pod(), &patch).unwrap();
     assert_eq!(names(&merged["spec"]["containers"]), ["side", "main"]);
     assert_eq!(merged["spec"]["containers"][1]["image"], "busybox:1");
@@ -152,7 +182,12 @@ fn set_element_order_alone_reorders_without_changing_items() {
 
 #[test]
 fn finalizers_merge_as_a_set_and_delete_from_primitive_list_removes() {
-    let merged = merge("Pod", &pod(), &json!({"metadata": {"finalizers": ["b", "a"]}})).unwrap();
+    let merged = merge(
+        "Pod",
+        &pod(),
+        &json!({"metadata": {"finalizers": ["b", "a"]}}),
+    )
+    .unwrap();
     assert_eq!(merged["metadata"]["finalizers"], json!(["a", "b"]));
     let patch = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}});
     let merged = merge("Pod", &merged, &patch).unwrap();
@@ -183,12 +218,24 @@ fn service_ports_merge_by_port() {
 #[test]
 fn malformed_patches_are_refused() {
     let missing_key = json!({"spec": {"containers": [{"image": "x"}]}});
-    assert!(matches!(merge("Pod", &pod(), &missing_key), Err(Error::BadPatch(_))));
+    assert!(matches!(
+        merge("Pod", &pod(), &missing_key),
+        Err(Error::BadPatch(_))
+    ));
     let unknown = json!({"metadata": {"labels": {"$patch": "explode"}}});
-    assert!(matches!(merge("Pod", &pod(), &unknown), Err(Error::BadPatch(_))));
-    assert!(matches!(merge("Pod", &pod(), &json!([1])), Err(Error::BadPatch(_))));
+    assert!(matches!(
+        merge("Pod", &pod(), &unknown),
+        Err(Error::BadPatch(_))
+    ));
+    assert!(matches!(
+        merge("Pod", &pod(), &json!([1])),
+        Err(Error::BadPatch(_))
+    ));
     let retain = json!({"spec": {"$retainKeys": "nope"}});
-    assert!(matches!(merge("Pod", &pod(), &retain), Err(Error::BadPatch(_))));
+    assert!(matches!(
+        merge("Pod", &pod(), &retain),
+        Err(Error::BadPatch(_))
+    ));
 }
 
 #[test]

@@ -167,6 +167,13 @@ pub fn prepare_update(object: &mut Value, old: &Value, name: &str, plural: &str)
             None => meta.remove(field),
         };
     }
+    // As upstream's field manager: an update that does not mention managedFields keeps them
+    // (an explicit empty list clears them).
+    if !meta.contains_key("managedFields") {
+        if let Some(managed) = old_meta.get("managedFields") {
+            meta.insert("managedFields".into(), managed.clone());
+        }
+    }
     meta.remove("selfLink");
     Ok(())
 }

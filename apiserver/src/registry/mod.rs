@@ -10,7 +10,6 @@
 //! upstream does without `fieldValidation=Strict`).
 
 pub mod deletion;
-pub mod fields;
 pub mod meta;
 pub mod patch;
 pub mod pods;
@@ -62,6 +61,13 @@ fn normalize(value: Value, kind: &str) -> ApiResult<Value> {
         "Lease" => round_trip::<Lease>(value, kind),
         "Namespace" => {
             let mut namespace: Namespace = typed(value, kind)?;
+            // As upstream's namespace strategy: every namespace carries its name as a label.
+            let name = namespace.metadata.name.clone().unwrap_or_default();
+            namespace
+                .metadata
+                .labels
+                .get_or_insert_with(Default::default)
+                .insert("kubernetes.io/metadata.name".into(), name);
             namespace
                 .status
                 .get_or_insert_with(Default::default)

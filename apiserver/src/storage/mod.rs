@@ -119,7 +119,12 @@ pub trait Storage: Send + Sync + 'static {
     fn create(&self, key: &str, value: Value) -> BoxFuture<'_, Result<Record>>;
 
     /// Replaces an object; with `expected`, only if it is still at that revision.
-    fn update(&self, key: &str, value: Value, expected: Option<Revision>) -> BoxFuture<'_, Result<Record>>;
+    fn update(
+        &self,
+        key: &str,
+        value: Value,
+        expected: Option<Revision>,
+    ) -> BoxFuture<'_, Result<Record>>;
 
     /// Removes an object; with `expected`, only if it is still at that revision. Returns the last
     /// state (with the delete's revision as its `resourceVersion`).

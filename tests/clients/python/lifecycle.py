@@ -81,6 +81,10 @@ def main():
     assert running.status.pod_ip, running.status
     step(f"py-web is Running on {running.spec.node_name} at {running.status.pod_ip}")
 
+    log = v1.read_namespaced_pod_log("py-web", NAMESPACE)
+    assert isinstance(log, str), type(log)
+    step(f"read {len(log)} bytes of log")
+
     patched = v1.patch_namespaced_pod("py-web", NAMESPACE, {"metadata": {"labels": {"tier": "front"}}})
     assert patched.metadata.labels == {"app": "py", "tier": "front"}, patched.metadata.labels
     step("strategic merge patch applied")

@@ -1,0 +1,333 @@
+//! Printers: the columns and cells of `get` for each kind — one implementation for the API
+//! server's Tables and for minik's CLI.
+//!
+//! Kubernetes counterpart: `pkg/printers/internalversion/printers.go` (`AddHandlers`: the
+//! `TableColumnDefinition`s and `printPod`, `printService`, `printEndpoints`, `printNode`,
+//! `printEvent`, `printNamespace`, `printLease`) and `k8s.io/apimachinery/pkg/util/duration`
+//! (AGE). Upstream's API server always prints the *wide* row (`GenerateOptions{Wide: true}`) and
+//! marks the extra columns `priority: 1`; kubectl drops them unless `-o wide`. minik does the same:
+//! [`row`] is the full row the server sends (`as=Table`), [`cells`] the filtered one a client
+//! prints, both computed by the same pure functions (object + clock in, strings out).
+
+pub mod cluster;
+pub mod duration;
+pub mod pod;
+pub mod service;
+
+use jiff::Timestamp;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use crate::ResourceInfo;
+
+/// One column of a Table (`metav1.TableColumnDefinition`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// As upstream spells it (`Nominated Node`); kubectl prints it upper-cased.
+    pub name: &'static str,
+    /// `string` for every minik column.
+    pub type_: &'static str,
+    /// `name` for the NAME column, else empty.
+    pub format: &'static str,
+    /// 0 = always shown, 1 = only with `-o wide`.
+    pub priority: i32,
+}
+
+const fn col(name: &'static str, priority: i32) -> Column {
+    let format = if matches!(name.as_bytes(), b"Name") {
+        "name"
+    } else {
+        ""
+    };
+    Column {
+        name,
+        type_: "string",
+        format,
+        priority,
+    }
+}
+
+/// The columns of a kind, in upstream's order (NAME, AGE for kinds without a printer).
+pub fn columns(kind: &str) -> Vec<Column> {
+    let spec: &[(&'static str, i32)] = match kind {
+        "Pod" => &[
+            ("Name", 0),
+            ("Ready", 0),
+            ("Status", 0),
+            ("Restarts", 0),
+            ("Age", 0),
+            ("IP", 1),
+            ("Node", 1),
+            ("Nominated Node", 1),
+            ("Readiness Gates", 1),
+        ],
+        "Service" => &[
+            ("Name", 0),
+            ("Type", 0),
+            ("Cluster-IP", 0),
+            ("External-IP", 0),
+            ("Port(s)", 0),
+            ("Age", 0),
+            ("Selector", 1),
+        ],
+        "Endpoints" => &[("Name", 0), ("Endpoints", 0), ("Age", 0)],
+        "Node" => &[
+            ("Name", 0),
+            ("Status", 0),
+            ("Roles", 0),
+            ("Age", 0),
+            ("Version", 0),
+            ("Internal-IP", 1),
+            ("External-IP", 1),
+            ("OS-Image", 1),
+            ("Kernel-Version", 1),
+            ("Container-Runtime", 1),
+        ],
+        "Event" => &[
+            ("Last Seen", 0),
+            ("Type", 0),
+            ("Reason", 0),
+            ("Object", 0),
+            ("Subobject", 1),
+            ("Source", 1),
+            ("Message", 0),
+            ("First Seen", 1),
+            ("Count", 1),
+            ("Name", 1),
+        ],
+        "Namespace" => &[("Name", 0), ("Status", 0), ("Age", 0)],
+        "Lease" => &[("Name", 0), ("Holder", 0), ("Age", 0)],
+        _ => &[("Name", 0), ("Age", 0)],
+    };
+    spec.iter()
+        .map(|(name, priority)| col(name, *priority))
+        .collect()
+}
+
+/// The `columnDefinitions` of a Table of `kind`.
+pub fn column_definitions(kind: &str) -> Vec<Value> {
+    columns(kind)
+        .into_iter()
+        .map(|c| json!({"name": c.name, "type": c.type_, "format": c.format, "description": "", "priority": c.priority}))
+        .collect()
+}
+
+/// The column headers a client prints (`-o wide` adds the priority-1 ones), upper-cased.
+pub fn headers(info: &ResourceInfo, wide: bool) -> Vec<String> {
+    columns(info.kind)
+        .into_iter()
+        .filter(|c| wide || c.priority == 0)
+        .map(|c| c.name.to_uppercase())
+        .collect()
+}
+
+fn typed<K: DeserializeOwned>(object: &Value) -> Result<K, serde_json::Error> {
+    K::deserialize(object)
+}
+
+/// Every cell of an object's row, wide columns included, in [`columns`] order.
+pub fn full_cells(
+    kind: &str,
+    object: &Value,
+    now: Timestamp,
+) -> Result<Vec<String>, serde_json::Error> {
+    Ok(match kind {
+        "Pod" => pod::pod_row(&typed(object)?, true, now),
+        "Service" => service::service_row(&typed(object)?, true, now),
+        "Endpoints" => service::endpoints_row(&typed(object)?, now),
+        "Node" => cluster::node_row(&typed(object)?, true, now),
+        "Event" => cluster::event_row(&typed(object)?, true, now),
+        "Namespace" => cluster::namespace_row(&typed(object)?, now),
+        "Lease" => cluster::lease_row(&typed(object)?, now),
+        _ => {
+            let created = object
+                .pointer("/metadata/creationTimestamp")
+                .and_then(Value::as_str)
+                .and_then(|t| t.parse().ok());
+            vec![name_of(object).to_string(), duration::age(created, now)]
+        }
+    })
+}
+
+/// The cells a client prints for one object (the wide ones only when `wide`).
+pub fn cells(
+    info: &ResourceInfo,
+    object: &Value,
+    wide: bool,
+    now: Timestamp,
+) -> Result<Vec<String>, serde_json::Error> {
+    let full = full_cells(info.kind, object, now)?;
+    Ok(full
+        .into_iter()
+        .zip(columns(info.kind))
+        .filter(|(_, column)| wide || column.priority == 0)
+        .map(|(cell, _)| cell)
+        .collect())
+}
+
+/// The row the API server puts in a Table: every cell, as JSON strings. An object that does not
+/// decode as its kind still gets a row (its name, then empty cells), never an error.
+pub fn row(kind: &str, object: &Value, now: Timestamp) -> Vec<Value> {
+    let cells = full_cells(kind, object, now).unwrap_or_else(|_| {
+        let mut cells = vec![String::new(); columns(kind).len()];
+        if let Some(first) = cells.first_mut() {
+            *first = name_of(object).to_string();
+        }
+        cells
+    });
+    cells.into_iter().map(Value::String).collect()
+}
+
+/// Which column holds the object's name (it is prefixed with `pod/` when several kinds are shown).
+pub fn name_column(info: &ResourceInfo) -> Option<usize> {
+    match info.kind {
+        "Event" => None,
+        _ => Some(0),
+    }
+}
+
+/// `metadata.name` of a JSON object (empty if missing).
+pub fn name_of(object: &Value) -> &str {
+    object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// `metadata.namespace` of a JSON object (empty if missing).
+pub fn namespace_of(object: &Value) -> &str {
+    object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The LABELS cell of `--show-labels`: `app=web,tier=front` (sorted by key), or `<none>`.
+pub fn labels_of(object: &Value) -> String {
+    let mut labels: Vec<String> = object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|map| {
+            map.iter()
+                .map(|(key, value)| format!("{key}={}", value.as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    labels.sort();
+    if labels.is_empty() {
+        "<none>".to_string()
+    } else {
+        labels.join(",")
+    }
+}
+
+/// How kubectl names a kind in `pod/web` and `pod "web" deleted`: the singular, plus `.group`
+/// outside the core group.
+pub fn kind_prefix(info: &ResourceInfo) -> String {
+    match info.group() {
+        "" => info.singular.to_string(),
+        group => format!("{}.{group}", info.singular),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::lookup;
+
+    fn now() -> Timestamp {
+        "2026-11-22T02:05:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn wide_adds_the_priority_one_columns() {
+        let pods = lookup("pods").unwrap();
+        assert_eq!(
+            headers(pods, false),
+            ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+        );
+        assert_eq!(headers(pods, true).len(), 9);
+        assert_eq!(
+            headers(lookup("ev").unwrap(), false),
+            ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+        );
+    }
+
+    #[test]
+    fn the_server_row_is_wide_and_the_client_filters_it() {
+        let pod = json!({"metadata": {"name": "web", "creationTimestamp": "2026-11-22T02:04:00Z"},
+                         "spec": {"containers": [{"name": "a"}], "nodeName": "node-1"},
+                         "status": {"phase": "Pending"}});
+        let full = row("Pod", &pod, now());
+        assert_eq!(full.len(), columns("Pod").len());
+        assert_eq!(
+            full[..5],
+            [
+                json!("web"),
+                json!("0/1"),
+                json!("Pending"),
+                json!("0"),
+                json!("60s")
+            ]
+        );
+        assert_eq!(full[6], "node-1");
+        let narrow = cells(lookup("po").unwrap(), &pod, false, now()).unwrap();
+        assert_eq!(narrow, ["web", "0/1", "Pending", "0", "60s"]);
+    }
+
+    #[test]
+    fn event_wide_columns_sit_between_the_narrow_ones() {
+        let event = json!({"metadata": {"name": "web.1"}, "involvedObject": {"kind": "Pod", "name": "web"},
+                           "type": "Normal", "reason": "Started", "message": "Started container web",
+                           "source": {"component": "kubelet", "host": "node-1"}, "count": 2,
+                           "lastTimestamp": "2026-11-22T02:04:50Z", "firstTimestamp": "2026-11-22T02:04:00Z"});
+        let info = lookup("events").unwrap();
+        assert_eq!(
+            cells(info, &event, false, now()).unwrap(),
+            [
+                "10s",
+                "Normal",
+                "Started",
+                "pod/web",
+                "Started container web"
+            ]
+        );
+        assert_eq!(
+            cells(info, &event, true, now()).unwrap(),
+            [
+                "10s",
+                "Normal",
+                "Started",
+                "pod/web",
+                "",
+                "kubelet, node-1",
+                "Started container web",
+                "60s",
+                "2",
+                "web.1"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_object_that_does_not_decode_still_gets_a_row() {
+        let broken = json!({"metadata": {"name": "x"}, "spec": {"containers": "nope"}});
+        let cells = row("Pod", &broken, now());
+        assert_eq!(cells.len(), 9);
+        assert_eq!(cells[0], "x");
+    }
+
+    #[test]
+    fn kind_prefix_adds_the_group_outside_core_and_labels_join_or_say_none() {
+        assert_eq!(kind_prefix(lookup("po").unwrap()), "pod");
+        assert_eq!(
+            kind_prefix(lookup("lease").unwrap()),
+            "lease.coordination.k8s.io"
+        );
+        assert_eq!(
+            labels_of(&json!({"metadata": {"labels": {"tier": "front", "app": "web"}}})),
+            "app=web,tier=front"
+        );
+        assert_eq!(labels_of(&json!({})), "<none>");
+    }
+}

@@ -1,0 +1,325 @@
+//! Request bodies in Kubernetes' protobuf encoding, for the few objects kubectl sends that way.
+//!
+//! Kubernetes counterpart: `k8s.io/apimachinery/pkg/runtime/serializer/protobuf` (the envelope:
+//! the magic bytes `k8s\0`, then a `runtime.Unknown` message holding `typeMeta` and the object's
+//! own bytes in `raw`) and the generated `k8s.io/api/core/v1/generated.proto` messages. kubectl's
+//! typed-client commands — `kubectl create namespace NAME`, `kubectl create service clusterip …` —
+//! POST with `Content-Type: application/vnd.kubernetes.protobuf` whatever the server prefers
+//! (real-clients.md does not list this; found by running them).
+//!
+//! minik decodes only the fields those commands set: a Namespace's and a Service's metadata
+//! (name, generateName, namespace, labels, annotations) and the Service's spec (ports, selector,
+//! type, clusterIP, externalName). The decoded object is JSON, which the rest of the server
+//! handles as if the client had sent it. Answers are always JSON (kubectl accepts them).
+
+use serde_json::{json, Map, Value};
+
+/// The four bytes that start every protobuf-encoded Kubernetes object.
+const MAGIC: &[u8] = b"k8s\0";
+
+/// Why a protobuf body could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// Not a Kubernetes protobuf envelope, or truncated.
+    #[error("malformed protobuf body: {0}")]
+    Malformed(&'static str),
+    /// A kind minik has no protobuf schema for.
+    #[error("protobuf bodies are only accepted for Namespace and Service, not {0:?}; send JSON")]
+    Unsupported(String),
+}
+
+/// What a field holds, and how it becomes JSON.
+#[derive(Clone, Copy)]
+enum Field {
+    Str(&'static str),
+    Int(&'static str),
+    StrMap(&'static str),
+    StrList(&'static str),
+    Message(&'static str, Schema),
+    MessageList(&'static str, Schema),
+    IntOrString(&'static str),
+}
+
+type Schema = &'static [(u64, Field)];
+
+const OBJECT_META: Schema = &[
+    (1, Field::Str("name")),
+    (2, Field::Str("generateName")),
+    (3, Field::Str("namespace")),
+    (11, Field::StrMap("labels")),
+    (12, Field::StrMap("annotations")),
+    (14, Field::StrList("finalizers")),
+];
+const NAMESPACE: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::Message("spec", NAMESPACE_SPEC)),
+];
+const NAMESPACE_SPEC: Schema = &[(1, Field::StrList("finalizers"))];
+const SERVICE: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::Message("spec", SERVICE_SPEC)),
+];
+const SERVICE_SPEC: Schema = &[
+    (1, Field::MessageList("ports", SERVICE_PORT)),
+    (2, Field::StrMap("selector")),
+    (3, Field::Str("clusterIP")),
+    (4, Field::Str("type")),
+    (10, Field::Str("externalName")),
+];
+const SERVICE_PORT: Schema = &[
+    (1, Field::Str("name")),
+    (2, Field::Str("protocol")),
+    (3, Field::Int("port")),
+    (4, Field::IntOrString("targetPort")),
+    (5, Field::Int("nodePort")),
+];
+
+/// One raw field: its number and its payload (a varint, or length-delimited bytes).
+enum Raw<'a> {
+    Varint(u64),
+    Bytes(&'a [u8]),
+}
+
+fn varint(bytes: &mut &[u8]) -> Result<u64, Error> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&byte, rest) = bytes
+            .split_first()
+            .ok_or(Error::Malformed("truncated varint"))?;
+        *bytes = rest;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err(Error::Malformed("varint too long"))
+}
+
+/// Splits a message into its fields (wire types 0 and 2; fixed-width ones are skipped).
+fn fields(mut bytes: &[u8]) -> Result<Vec<(u64, Raw<'_>)>, Error> {
+    let mut found = Vec::new();
+    while !bytes.is_empty() {
+        let key = varint(&mut bytes)?;
+        let raw = match key & 7 {
+            0 => Raw::Varint(varint(&mut bytes)?),
+            2 => {
+                let len =
+                    usize::try_from(varint(&mut bytes)?).map_err(|_| Error::Malformed("length"))?;
+                if len > bytes.len() {
+                    return Err(Error::Malformed("truncated field"));
+                }
+                let (payload, rest) = bytes.split_at(len);
+                bytes = rest;
+                Raw::Bytes(payload)
+            }
+            1 => {
+                bytes = bytes
+                    .get(8..)
+                    .ok_or(Error::Malformed("truncated fixed64"))?;
+                continue;
+            }
+            5 => {
+                bytes = bytes
+                    .get(4..)
+                    .ok_or(Error::Malformed("truncated fixed32"))?;
+                continue;
+            }
+            _ => return Err(Error::Malformed("unknown wire type")),
+        };
+        found.push((key >> 3, raw));
+    }
+    Ok(found)
+}
+
+fn text(bytes: &[u8]) -> Result<String, Error> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| Error::Malformed("string is not UTF-8"))
+}
+
+/// Decodes a message of `schema` into a JSON object (unknown fields are skipped).
+fn message(bytes: &[u8], schema: Schema) -> Result<Value, Error> {
+    let mut object = Map::new();
+    for (number, raw) in fields(bytes)? {
+        let Some((_, field)) = schema.iter().find(|(n, _)| *n == number) else {
+            continue;
+        };
+        match (*field, raw) {
+            // Go encodes zero values of optional fields; its JSON (`omitempty`) leaves them out.
+            (Field::Str(_), Raw::Bytes([])) | (Field::Int(_), Raw::Varint(0)) => {}
+            (Field::Str(name), Raw::Bytes(b)) => {
+                object.insert(name.into(), Value::String(text(b)?));
+            }
+            (Field::Int(name), Raw::Varint(v)) => {
+                object.insert(name.into(), json!(v as i64 as i32));
+            }
+            (Field::StrList(name), Raw::Bytes(b)) => {
+                push(&mut object, name, Value::String(text(b)?))
+            }
+            (Field::MessageList(name, inner), Raw::Bytes(b)) => {
+                push(&mut object, name, message(b, inner)?)
+            }
+            (Field::Message(name, inner), Raw::Bytes(b)) => {
+                object.insert(name.into(), message(b, inner)?);
+            }
+            (Field::StrMap(name), Raw::Bytes(b)) => {
+                let entry = message(b, &[(1, Field::Str("k")), (2, Field::Str("v"))])?;
+                let key = entry["k"].as_str().unwrap_or("").to_string();
+                let value = entry
+                    .get("v")
+                    .cloned()
+                    .unwrap_or(Value::String(String::new()));
+                let map = object
+                    .entry(name)
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(map) = map {
+                    map.insert(key, value);
+                }
+            }
+            (Field::IntOrString(name), Raw::Bytes(b)) => {
+                // intstr.IntOrString: type (0 = Int, 1 = String), intVal, strVal.
+                let parts = message(
+                    b,
+                    &[
+                        (1, Field::Int("type")),
+                        (2, Field::Int("int")),
+                        (3, Field::Str("str")),
+                    ],
+                )?;
+                let value = if parts["type"] == 1 {
+                    parts["str"].clone()
+                } else {
+                    parts.get("int").cloned().unwrap_or(json!(0))
+                };
+                object.insert(name.into(), value);
+            }
+            _ => return Err(Error::Malformed("field of an unexpected wire type")),
+        }
+    }
+    Ok(Value::Object(object))
+}
+
+fn push(object: &mut Map<String, Value>, name: &str, value: Value) {
+    if let Value::Array(list) = object
+        .entry(name)
+        .or_insert_with(|| Value::Array(Vec::new()))
+    {
+        list.push(value);
+    }
+}
+
+/// Decodes a `k8s\0`-prefixed body into the JSON object it stands for.
+pub fn decode(body: &[u8]) -> Result<Value, Error> {
+    let envelope = body
+        .strip_prefix(MAGIC)
+        .ok_or(Error::Malformed("missing the k8s\\0 prefix"))?;
+    // runtime.Unknown: typeMeta (1), raw (2), contentEncoding (3), contentType (4).
+    let mut type_meta = Value::Null;
+    let mut raw: &[u8] = &[];
+    for (number, field) in fields(envelope)? {
+        match (number, field) {
+            (1, Raw::Bytes(b)) => {
+                type_meta = message(b, &[(1, Field::Str("apiVersion")), (2, Field::Str("kind"))])?
+            }
+            (2, Raw::Bytes(b)) => raw = b,
+            _ => {}
+        }
+    }
+    let kind = type_meta["kind"].as_str().unwrap_or("").to_string();
+    let schema = match kind.as_str() {
+        "Namespace" => NAMESPACE,
+        "Service" => SERVICE,
+        _ => return Err(Error::Unsupported(kind)),
+    };
+    let mut object = message(raw, schema)?;
+    object["apiVersion"] = type_meta.get("apiVersion").cloned().unwrap_or(json!("v1"));
+    object["kind"] = Value::String(kind);
+    Ok(object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(number: u64, payload: &[u8]) -> Vec<u8> {
+        let mut out = vec![(number << 3 | 2) as u8, payload.len() as u8];
+        out.extend_from_slice(payload);
+        out
+    }
+
+    fn varint_field(number: u64, value: u8) -> Vec<u8> {
+        vec![(number << 3) as u8, value]
+    }
+
+    fn envelope(kind: &str, raw: &[u8]) -> Vec<u8> {
+        let type_meta = [field(1, b"v1"), field(2, kind.as_bytes())].concat();
+        [
+            MAGIC.to_vec(),
+            field(1, &type_meta),
+            field(2, raw),
+            field(4, b"application/vnd.kubernetes.protobuf"),
+        ]
+        .concat()
+    }
+
+    #[test]
+    fn kubectl_create_namespace_body_decodes_to_a_namespace() {
+        let labels = field(11, &[field(1, b"team"), field(2, b"a")].concat());
+        let meta = [field(1, b"foo"), labels].concat();
+        let body = envelope(
+            "Namespace",
+            &[field(1, &meta), field(2, &[]), field(3, &[])].concat(),
+        );
+        assert_eq!(
+            decode(&body).unwrap(),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "foo", "labels": {"team": "a"}}, "spec": {}})
+        );
+    }
+
+    #[test]
+    fn kubectl_create_service_body_decodes_ports_and_target_ports() {
+        let target = [varint_field(1, 0), varint_field(2, 32)].concat();
+        let port = [
+            field(1, b"80-8080"),
+            field(2, b"TCP"),
+            varint_field(3, 80),
+            field(4, &target),
+        ]
+        .concat();
+        let named = [field(3, b"http"), varint_field(1, 1)].concat();
+        let second = [varint_field(3, 81), field(4, &named)].concat();
+        let spec = [
+            field(1, &port),
+            field(1, &second),
+            field(2, &[field(1, b"app"), field(2, b"s1")].concat()),
+            field(4, b"ClusterIP"),
+        ]
+        .concat();
+        let meta = field(1, b"s1");
+        let service = decode(&envelope(
+            "Service",
+            &[field(1, &meta), field(2, &spec)].concat(),
+        ))
+        .unwrap();
+        assert_eq!(
+            service["spec"]["ports"][0],
+            json!({"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 32})
+        );
+        assert_eq!(
+            service["spec"]["ports"][1],
+            json!({"port": 81, "targetPort": "http"})
+        );
+        assert_eq!(service["spec"]["selector"], json!({"app": "s1"}));
+        assert_eq!(service["spec"]["type"], "ClusterIP");
+    }
+
+    #[test]
+    fn other_kinds_and_garbage_are_refused() {
+        assert!(
+            matches!(decode(&envelope("Pod", &[])), Err(Error::Unsupported(kind)) if kind == "Pod")
+        );
+        assert!(matches!(decode(b"{}"), Err(Error::Malformed(_))));
+        assert!(matches!(
+            decode(&[MAGIC, &[0x0a, 0x7f]].concat()),
+            Err(Error::Malformed(_))
+        ));
+    }
+}
