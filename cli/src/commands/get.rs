@@ -227,10 +227,7 @@ pub fn no_resources_message(sections: &[Section], args: &GetArgs) -> String {
 
 /// The header row, with NAMESPACE first for `-A` and LABELS last for `--show-labels`.
 pub fn header_row(info: &ResourceInfo, args: &GetArgs, wide: bool) -> Vec<String> {
-    let mut header: Vec<String> = printers::headers(info, wide)
-        .into_iter()
-        .map(str::to_string)
-        .collect();
+    let mut header: Vec<String> = printers::headers(info, wide);
     if args.all_namespaces && info.namespaced {
         header.insert(0, "NAMESPACE".to_string());
     }
