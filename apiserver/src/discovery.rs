@@ -36,6 +36,8 @@ pub async fn api_versions(headers: HeaderMap) -> Response {
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("127.0.0.1:6443");
+    // `clientCIDR: 0.0.0.0/0` is upstream's "any client" rule in this discovery answer; it names
+    // no address minik binds or connects to (the server address is the loopback one asked for).
     let body = json!({
         "kind": "APIVersions", "versions": ["v1"],
         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}],

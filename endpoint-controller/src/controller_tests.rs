@@ -242,7 +242,7 @@ async fn deleted_service_has_its_endpoints_deleted_and_not_found_is_fine() {
 async fn service_without_selector_keeps_its_hand_written_endpoints() {
     let writes = FakeWrites::default();
     let svc = service("web").selector(None).build();
-    let hand_written = stored_endpoints(&[pod("x", "web", "10.0.0.1").build()]);
+    let hand_written = stored_endpoints(&[pod("x", "web", "127.244.0.99").build()]);
     let ctl = controller(
         vec![svc],
         vec![pod("web-1", "web", "127.244.1.2").build()],
