@@ -87,7 +87,7 @@ fn process_exists(pid: u32) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleted_pod_leaves_no_directory_process_or_ip_behind() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = cluster::TestDir::new();
     let shutdown = CancellationToken::new();
     let (server, apiserver) = start_apiserver(&shutdown).await;
     let config = kubelet_config(&server, dir.path(), "node-clean", CIDR);

@@ -19,7 +19,7 @@ use cluster::{is_running, kubelet_config, pod_event_reasons, start_apiserver, wa
 /// the object removed by the kubelet after the process stopped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bound_pod_runs_serves_and_is_deleted_gracefully() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = cluster::TestDir::new();
     let shutdown = CancellationToken::new();
     let (server, apiserver) = start_apiserver(&shutdown).await;
 
@@ -115,7 +115,7 @@ async fn bound_pod_runs_serves_and_is_deleted_gracefully() {
 /// second start, and the pod is still stopped gracefully (SIGTERM, exit 0) by the new kubelet.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarted_kubelet_adopts_its_running_pod() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = cluster::TestDir::new();
     let shutdown = CancellationToken::new();
     let (server, apiserver) = start_apiserver(&shutdown).await;
     let client = Client::new(&server).expect("client");
@@ -177,7 +177,7 @@ async fn restarted_kubelet_adopts_its_running_pod() {
 /// timeline is read back from the Events' `eventTime`, as the demo does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prestop_longer_than_grace_gets_sigterm_at_the_deadline_and_sigkill_two_seconds_later() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = cluster::TestDir::new();
     let shutdown = CancellationToken::new();
     let (server, apiserver) = start_apiserver(&shutdown).await;
     let client = Client::new(&server).expect("client");

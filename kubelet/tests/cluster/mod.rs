@@ -155,3 +155,48 @@ pub fn is_running(pod: &Pod) -> bool {
         .any(|c| c.type_ == "Ready" && c.status == "True");
     status.phase.as_deref() == Some("Running") && ready
 }
+
+/// A test's state directory. The kubelet leaves pods running when it stops (as the real one
+/// does), so a test that fails before deleting its pods would leave their processes behind:
+/// dropping this guard — on success or on a panic — kills every container recorded under it,
+/// whose shim then reaps the rest, and removes the directory.
+pub struct TestDir {
+    dir: tempfile::TempDir,
+}
+
+impl TestDir {
+    /// A fresh temporary directory.
+    pub fn new() -> TestDir {
+        TestDir {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let containers = self.dir.path().join("kubelet").join("containers");
+        let Ok(entries) = std::fs::read_dir(containers) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let pid_file = entry.path().join(minik_kubelet::shim::PID_FILE);
+            let Some(pid) = std::fs::read_to_string(pid_file)
+                .ok()
+                .and_then(|text| text.trim().parse::<i32>().ok())
+            else {
+                continue;
+            };
+            // The container is its own process group; an exited one is simply not found.
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
