@@ -112,30 +112,44 @@ async fn create_object(
     Ok(object_response(StatusCode::CREATED, &record.value))
 }
 
+/// The object stored at the request's URL, if any.
+fn stored(state: &AppState, request: &ApiRequest) -> ApiResult<Option<crate::storage::Record>> {
+    let target = &request.target;
+    state
+        .storage
+        .get(&target.key())
+        .map_err(|e| ApiError::from_storage(e, target.info.plural, target.name()))
+}
+
+/// Creates `body` under the name in the URL: the path of a PUT or an apply that finds nothing
+/// there (`AllowCreateOnUpdate`, server-side apply's create).
+async fn create_at_url_name(
+    state: &AppState,
+    request: &ApiRequest,
+    mut body: Value,
+    managed_fields: Option<Value>,
+) -> ApiResult<Response> {
+    let target = &request.target;
+    meta::meta_mut(&mut body)?.insert("name".into(), Value::String(target.name().to_string()));
+    create_object(
+        state,
+        target.info,
+        target.namespace.as_deref(),
+        body,
+        request.params.dry_run(),
+        managed_fields,
+    )
+    .await
+}
+
 /// `PUT …/{plural}/{name}` (and `…/status`).
 pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Response> {
     let (body, warnings) = decode_checked(request)?;
     let target = &request.target;
     // Like upstream's endpoints, events and leases (`AllowCreateOnUpdate`), a PUT may create them.
     if matches!(target.info.kind, "Endpoints" | "Event" | "Lease") && target.subresource.is_none() {
-        let missing = state
-            .storage
-            .get(&target.key())
-            .map_err(|e| ApiError::from_storage(e, target.info.plural, target.name()))?
-            .is_none();
-        if missing {
-            let mut body = body;
-            meta::meta_mut(&mut body)?
-                .insert("name".into(), Value::String(target.name().to_string()));
-            let response = create_object(
-                state,
-                target.info,
-                target.namespace.as_deref(),
-                body,
-                request.params.dry_run(),
-                None,
-            )
-            .await?;
+        if stored(state, request)?.is_none() {
+            let response = create_at_url_name(state, request, body, None).await?;
             return Ok(fields::with_warnings(response, &warnings));
         }
     }
@@ -206,29 +220,16 @@ async fn apply(
     let to_api = |e: crate::patch::Error| ApiError::from(e.to_status());
     let mut warnings = fields::check(mode, kind, &applied, None)?;
     warnings.extend(fields::ignored_by_minik(kind, &applied));
-    let exists = state
-        .storage
-        .get(&target.key())
-        .map_err(|e| ApiError::from_storage(e, target.info.plural, target.name()))?;
-    if exists.is_none() && target.subresource.is_none() {
+    if stored(state, request)?.is_none() && target.subresource.is_none() {
         if let Some(given) = meta::meta_str(&applied, "name").filter(|n| *n != target.name()) {
             return Err(ApiError::bad_request(format!(
                 "the name of the object ({given}) does not match the name on the URL ({})",
                 target.name()
             )));
         }
-        let mut body = server_side_apply::apply(kind, None, &applied, &options).map_err(to_api)?;
+        let body = server_side_apply::apply(kind, None, &applied, &options).map_err(to_api)?;
         let managed = body.pointer("/metadata/managedFields").cloned();
-        meta::meta_mut(&mut body)?.insert("name".into(), Value::String(target.name().to_string()));
-        let response = create_object(
-            state,
-            target.info,
-            target.namespace.as_deref(),
-            body,
-            request.params.dry_run(),
-            managed,
-        )
-        .await?;
+        let response = create_at_url_name(state, request, body, managed).await?;
         return Ok(fields::with_warnings(response, &warnings));
     }
     let precondition = meta::resource_version(&applied).ok().flatten();
