@@ -147,11 +147,10 @@ pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
     let (body, warnings) = decode_checked(request)?;
     let target = &request.target;
     // Like upstream's endpoints, events and leases (`AllowCreateOnUpdate`), a PUT may create them.
-    if matches!(target.info.kind, "Endpoints" | "Event" | "Lease") && target.subresource.is_none() {
-        if stored(state, request)?.is_none() {
-            let response = create_at_url_name(state, request, body, None).await?;
-            return Ok(fields::with_warnings(response, &warnings));
-        }
+    let creatable = matches!(target.info.kind, "Endpoints" | "Event" | "Lease");
+    if creatable && target.subresource.is_none() && stored(state, request)?.is_none() {
+        let response = create_at_url_name(state, request, body, None).await?;
+        return Ok(fields::with_warnings(response, &warnings));
     }
     let precondition = meta::resource_version(&body)?;
     let sub = target.subresource.as_deref();
