@@ -12,8 +12,9 @@
 //! - [`key`]: `ObjectKey`, the `namespace/name` every controller's work queue is keyed by;
 //! - [`watch`]: `WatchEvent`, one line of a watch stream;
 //! - [`status`]: builders for the `Status` object every API error is;
-//! - [`selector`]: label and field selectors, parsed and matched.
-//! - [`printers`]: the columns and cells of `get` for each kind (the server's Tables, the CLI).
+//! - [`selector`]: label and field selectors, parsed and matched;
+//! - [`printers`]: the columns and cells of `get` for each kind (the server's Tables);
+//! - [`table`]: the `meta.k8s.io/v1` Table those cells travel in (k8s-openapi lacks it).
 //!
 //! Read next: `apiserver/src/lib.rs`, where these objects are stored and served.
 
@@ -23,6 +24,7 @@ pub mod printers;
 pub mod resource;
 pub mod selector;
 pub mod status;
+pub mod table;
 pub mod validation;
 pub mod watch;
 
@@ -34,6 +36,7 @@ pub use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 pub use key::ObjectKey;
 pub use resource::ResourceInfo;
+pub use table::Table;
 pub use watch::WatchEvent;
 
 /// The current time as a Kubernetes `Time` (second precision on the wire, RFC 3339).

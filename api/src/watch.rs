@@ -13,6 +13,9 @@ use crate::meta::Status;
 /// a typed object such as `Pod` in the components).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "object", rename_all = "UPPERCASE")]
+// `Error(Status)` is larger than a small `K`, but events are moved, not stored, and boxing the
+// Status would change the variant every caller matches on.
+#[allow(clippy::large_enum_variant)]
 pub enum WatchEvent<K> {
     /// The object was created, or exists when the watch starts from "now" (`resourceVersion=0`).
     Added(K),

@@ -20,11 +20,11 @@ const PADDING: usize = 3;
 
 /// An aligned table whose column widths are remembered between renders (for watch output).
 #[derive(Debug, Default)]
-pub struct Table {
+pub struct TabWriter {
     widths: Vec<usize>,
 }
 
-impl Table {
+impl TabWriter {
     /// Renders rows (the header is just the first row), growing the remembered widths.
     pub fn render(&mut self, rows: &[Vec<String>]) -> String {
         for row in rows {
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn table_pads_columns_by_three_with_a_minimum_of_six_and_leaves_the_last_alone() {
-        let mut table = Table::default();
+        let mut table = TabWriter::default();
         let text = table.render(&[
             cells(&["NAME", "READY", "AGE"]),
             cells(&["web", "1/1", "5m"]),

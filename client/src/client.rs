@@ -16,15 +16,19 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
-use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use reqwest::{header, Method, RequestBuilder, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use minik_api::meta::Status;
-use minik_api::WatchEvent;
+use minik_api::{Table, WatchEvent};
 
 use crate::error::{Error, Result};
 use crate::watch_lines::watch_events;
+
+/// The `Accept` header of `kubectl get`: a `meta.k8s.io/v1` Table, else the plain object (a server
+/// that cannot print tables answers JSON, which then fails to decode as a Table).
+pub const TABLE_ACCEPT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
 
 /// A handle on one apiserver. Cloning is cheap (the connection pool is shared).
 #[derive(Clone, Debug)]
@@ -99,6 +103,28 @@ impl Client {
             request = request.json(body);
         }
         self.send_json(request).await
+    }
+
+    /// A GET of an object or a collection as a server-side [`Table`] (what `kubectl get` prints).
+    pub async fn get_table(&self, path: &str) -> Result<Table> {
+        let request = self
+            .request(Method::GET, path)
+            .header(header::ACCEPT, TABLE_ACCEPT);
+        self.send_json(request).await
+    }
+
+    /// A watch at `path` whose events carry one-row [`Table`]s instead of objects (`kubectl get
+    /// -w`). BOOKMARK and ERROR events still carry their plain object, decoded into an empty table
+    /// or a `Status`.
+    pub async fn watch_tables(
+        &self,
+        path: &str,
+    ) -> Result<BoxStream<'static, Result<WatchEvent<Table>>>> {
+        let request = self
+            .request(Method::GET, path)
+            .header(header::ACCEPT, TABLE_ACCEPT);
+        let response = self.send(request).await?;
+        Ok(watch_events(response.bytes_stream().map_err(Error::from)).boxed())
     }
 
     /// A GET whose answer is text (`pods/{name}/log`).

@@ -10,6 +10,7 @@
 mod kube_rs; // kube::Api<Pod> and kube::runtime::watcher (list-watch and streaming lists)
 mod kubectl_apply; // apply (client- and server-side), create with protobuf bodies
 mod kubectl_verbs; // get (plain, wide, yaml, -w), describe, wait, delete, logs
+mod minik_get; // `minik get` prints the same server Tables as `kubectl get`
 mod python; // the Python client's create / list / watch / patch / delete
 
 /// Shared helpers: clusters, kubeconfigs, running kubectl.

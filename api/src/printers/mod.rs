@@ -1,13 +1,13 @@
-//! Printers: the columns and cells of `get` for each kind — one implementation for the API
-//! server's Tables and for minik's CLI.
+//! Printers: the columns and cells of `get` for each kind, which the API server sends as Tables.
 //!
 //! Kubernetes counterpart: `pkg/printers/internalversion/printers.go` (`AddHandlers`: the
 //! `TableColumnDefinition`s and `printPod`, `printService`, `printEndpoints`, `printNode`,
 //! `printEvent`, `printNamespace`, `printLease`) and `k8s.io/apimachinery/pkg/util/duration`
 //! (AGE). Upstream's API server always prints the *wide* row (`GenerateOptions{Wide: true}`) and
 //! marks the extra columns `priority: 1`; kubectl drops them unless `-o wide`. minik does the same:
-//! [`row`] is the full row the server sends (`as=Table`), [`cells`] the filtered one a client
-//! prints, both computed by the same pure functions (object + clock in, strings out).
+//! [`row`] is the full row the server sends (`as=Table`), computed by pure functions (object +
+//! clock in, strings out); kubectl and `minik get` (`cli/src/printers/table.rs`) print it verbatim.
+//! `describe` reuses a few of the cell functions (`node_roles`, `format_endpoints`, `age`).
 
 pub mod cluster;
 pub mod duration;
@@ -112,15 +112,6 @@ pub fn column_definitions(kind: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The column headers a client prints (`-o wide` adds the priority-1 ones), upper-cased.
-pub fn headers(info: &ResourceInfo, wide: bool) -> Vec<String> {
-    columns(info.kind)
-        .into_iter()
-        .filter(|c| wide || c.priority == 0)
-        .map(|c| c.name.to_uppercase())
-        .collect()
-}
-
 fn typed<K: DeserializeOwned>(object: &Value) -> Result<K, serde_json::Error> {
     K::deserialize(object)
 }
@@ -149,22 +140,6 @@ pub fn full_cells(
     })
 }
 
-/// The cells a client prints for one object (the wide ones only when `wide`).
-pub fn cells(
-    info: &ResourceInfo,
-    object: &Value,
-    wide: bool,
-    now: Timestamp,
-) -> Result<Vec<String>, serde_json::Error> {
-    let full = full_cells(info.kind, object, now)?;
-    Ok(full
-        .into_iter()
-        .zip(columns(info.kind))
-        .filter(|(_, column)| wide || column.priority == 0)
-        .map(|(cell, _)| cell)
-        .collect())
-}
-
 /// The row the API server puts in a Table: every cell, as JSON strings. An object that does not
 /// decode as its kind still gets a row (its name, then empty cells), never an error.
 pub fn row(kind: &str, object: &Value, now: Timestamp) -> Vec<Value> {
@@ -178,26 +153,10 @@ pub fn row(kind: &str, object: &Value, now: Timestamp) -> Vec<Value> {
     cells.into_iter().map(Value::String).collect()
 }
 
-/// Which column holds the object's name (it is prefixed with `pod/` when several kinds are shown).
-pub fn name_column(info: &ResourceInfo) -> Option<usize> {
-    match info.kind {
-        "Event" => None,
-        _ => Some(0),
-    }
-}
-
 /// `metadata.name` of a JSON object (empty if missing).
 pub fn name_of(object: &Value) -> &str {
     object
         .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-/// `metadata.namespace` of a JSON object (empty if missing).
-pub fn namespace_of(object: &Value) -> &str {
-    object
-        .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .unwrap_or("")
 }
@@ -239,22 +198,30 @@ mod tests {
         "2026-11-22T02:05:00Z".parse().unwrap()
     }
 
+    /// The names of the columns kubectl shows without `-o wide`.
+    fn narrow(kind: &str) -> Vec<&'static str> {
+        columns(kind)
+            .into_iter()
+            .filter(|c| c.priority == 0)
+            .map(|c| c.name)
+            .collect()
+    }
+
     #[test]
-    fn wide_adds_the_priority_one_columns() {
-        let pods = lookup("pods").unwrap();
+    fn wide_columns_have_priority_one() {
         assert_eq!(
-            headers(pods, false),
-            ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+            narrow("Pod"),
+            ["Name", "Ready", "Status", "Restarts", "Age"]
         );
-        assert_eq!(headers(pods, true).len(), 9);
+        assert_eq!(columns("Pod").len(), 9);
         assert_eq!(
-            headers(lookup("ev").unwrap(), false),
-            ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+            narrow("Event"),
+            ["Last Seen", "Type", "Reason", "Object", "Message"]
         );
     }
 
     #[test]
-    fn the_server_row_is_wide_and_the_client_filters_it() {
+    fn the_server_row_is_wide() {
         let pod = json!({"metadata": {"name": "web", "creationTimestamp": "2026-11-22T02:04:00Z"},
                          "spec": {"containers": [{"name": "a"}], "nodeName": "node-1"},
                          "status": {"phase": "Pending"}});
@@ -271,8 +238,6 @@ mod tests {
             ]
         );
         assert_eq!(full[6], "node-1");
-        let narrow = cells(lookup("po").unwrap(), &pod, false, now()).unwrap();
-        assert_eq!(narrow, ["web", "0/1", "Pending", "0", "60s"]);
     }
 
     #[test]
@@ -281,19 +246,8 @@ mod tests {
                            "type": "Normal", "reason": "Started", "message": "Started container web",
                            "source": {"component": "kubelet", "host": "node-1"}, "count": 2,
                            "lastTimestamp": "2026-11-22T02:04:50Z", "firstTimestamp": "2026-11-22T02:04:00Z"});
-        let info = lookup("events").unwrap();
         assert_eq!(
-            cells(info, &event, false, now()).unwrap(),
-            [
-                "10s",
-                "Normal",
-                "Started",
-                "pod/web",
-                "Started container web"
-            ]
-        );
-        assert_eq!(
-            cells(info, &event, true, now()).unwrap(),
+            row("Event", &event, now()),
             [
                 "10s",
                 "Normal",

@@ -6,21 +6,24 @@
 //! prints `No resources found in default namespace.` on stderr and exits 0; a missing name prints
 //! `Error from server (NotFound): …` and exits 1 after printing what was found.
 //!
-//! minik simplifies: the columns are computed here from the objects (see `printers/`) rather than
-//! asked of the server as a Table; no `--sort-by`, `jsonpath` or `custom-columns`.
+//! The table is the server's: `get` sends kubectl's `Accept: application/json;as=Table;v=v1;
+//! g=meta.k8s.io` and prints the Table's cells (see `printers/table.rs`), so `minik get` and
+//! `kubectl get` print the same thing. `-o json|yaml|name` read the plain objects.
+//!
+//! minik simplifies: no `--sort-by`, `jsonpath` or `custom-columns`.
 
-use anyhow::bail;
-use jiff::Timestamp;
 use reqwest::Method;
 use serde_json::Value;
 
+use minik_api::table::Table;
 use minik_api::ResourceInfo;
 use minik_client::Client;
 
 use super::get_watch;
 use super::resources::{collection_path, object_path, targets, with_query, ClientFlags};
-use crate::output::{self, list_of, Format, Reported, Table};
+use crate::output::{self, list_of, Format, Reported, TabWriter};
 use crate::printers;
+use crate::printers::table::{render_rows, TableOptions};
 
 /// Flags of `minik get`.
 #[derive(clap::Args, Debug)]
@@ -50,12 +53,36 @@ pub struct GetArgs {
     pub flags: ClientFlags,
 }
 
-/// The objects of one kind that were asked for.
+/// What was found of one kind: the objects (`-o json|yaml|name`), or the server's Tables.
+pub enum Found {
+    /// Plain objects, with their kind and apiVersion filled in.
+    Objects(Vec<Value>),
+    /// One Table per request (a list, or one named object).
+    Tables(Vec<Table>),
+}
+
+impl Found {
+    fn len(&self) -> usize {
+        match self {
+            Found::Objects(objects) => objects.len(),
+            Found::Tables(tables) => tables.iter().map(|t| t.rows.len()).sum(),
+        }
+    }
+
+    fn extend(&mut self, other: Found) {
+        match (self, other) {
+            (Found::Objects(mine), Found::Objects(more)) => mine.extend(more),
+            (Found::Tables(mine), Found::Tables(more)) => mine.extend(more),
+            // One `get` asks for one format, so both sides are of the same variant.
+            _ => {}
+        }
+    }
+}
+
+/// What was found of one kind.
 pub struct Section {
     pub info: &'static ResourceInfo,
-    pub objects: Vec<Value>,
-    /// The list's resourceVersion (where a watch resumes).
-    pub resource_version: String,
+    pub found: Found,
 }
 
 /// Runs `minik get`.
@@ -66,38 +93,25 @@ pub async fn get(args: GetArgs) -> anyhow::Result<()> {
     if args.watch {
         return get_watch::watch(&client, &args, &targets, format).await;
     }
+    let as_table = matches!(format, Format::Table | Format::Wide);
     let mut sections: Vec<Section> = Vec::new();
     let mut failed = false;
     for (info, name) in &targets {
-        let objects = match name {
-            None => list(&client, &args, info).await?.objects,
-            Some(name) => match client
-                .request_json(
-                    Method::GET,
-                    &object_path(info, &args.flags.namespace, name),
-                    None,
-                )
-                .await
-            {
-                Ok(object) => vec![object],
-                Err(error) if error.is_not_found() => {
-                    eprintln!("{}", output::error_line(&error.into()));
-                    failed = true;
-                    continue;
-                }
-                Err(error) => return Err(error.into()),
-            },
+        let found = match fetch(&client, &args, info, name.as_deref(), as_table).await {
+            Ok(found) => found,
+            Err(error) if name.is_some() && error.is_not_found() => {
+                eprintln!("{}", output::error_line(&error.into()));
+                failed = true;
+                continue;
+            }
+            Err(error) => return Err(error.into()),
         };
         match sections
             .iter_mut()
             .find(|section| section.info.kind == info.kind)
         {
-            Some(section) => section.objects.extend(objects),
-            None => sections.push(Section {
-                info,
-                objects,
-                resource_version: String::new(),
-            }),
+            Some(section) => section.found.extend(found),
+            None => sections.push(Section { info, found }),
         }
     }
     let named = targets.iter().any(|(_, name)| name.is_some());
@@ -108,38 +122,50 @@ pub async fn get(args: GetArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Lists one kind with the selectors of `args`, filling in each item's kind and apiVersion.
-pub async fn list(
+/// Reads one object (`name`) or lists a kind, as a Table when printing one (kubectl's `Accept`).
+async fn fetch(
     client: &Client,
     args: &GetArgs,
     info: &'static ResourceInfo,
-) -> anyhow::Result<Section> {
+    name: Option<&str>,
+    as_table: bool,
+) -> minik_client::Result<Found> {
+    let path = match name {
+        Some(name) => object_path(info, &args.flags.namespace, name),
+        None => list_path(args, info, args.field_selector.as_deref()),
+    };
+    if as_table {
+        return Ok(Found::Tables(vec![client.get_table(&path).await?]));
+    }
+    let answer = client.request_json(Method::GET, &path, None).await?;
+    Ok(Found::Objects(match name {
+        Some(_) => vec![answer],
+        None => items_of(answer, info),
+    }))
+}
+
+/// The collection path with `-n`/`-A` and the selectors of `args` (`field_selector` may add the
+/// name of a watched object to the user's).
+pub fn list_path(args: &GetArgs, info: &ResourceInfo, field_selector: Option<&str>) -> String {
     let namespace = (!args.all_namespaces).then_some(args.flags.namespace.as_str());
-    let path = with_query(
+    with_query(
         &collection_path(info, namespace),
         &[
             ("labelSelector", args.selector.as_deref()),
-            ("fieldSelector", args.field_selector.as_deref()),
+            ("fieldSelector", field_selector),
         ],
-    );
-    let mut list = client.request_json(Method::GET, &path, None).await?;
-    let resource_version = list
-        .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let objects = match list.get_mut("items").map(Value::take) {
+    )
+}
+
+/// A list's items, each with its kind and apiVersion filled in.
+pub fn items_of(mut list: Value, info: &ResourceInfo) -> Vec<Value> {
+    match list.get_mut("items").map(Value::take) {
         Some(Value::Array(items)) => items
             .into_iter()
             .map(|item| with_kind(item, info))
             .collect(),
         _ => Vec::new(),
-    };
-    Ok(Section {
-        info,
-        objects,
-        resource_version,
-    })
+    }
 }
 
 /// List items come without `kind` and `apiVersion`; `-o yaml` shows them, as kubectl does.
@@ -158,59 +184,50 @@ fn print_sections(
     format: Format,
     named: bool,
 ) -> anyhow::Result<()> {
-    let total: usize = sections.iter().map(|s| s.objects.len()).sum();
+    let total: usize = sections.iter().map(|s| s.found.len()).sum();
     if total == 0 {
         if !named {
             eprintln!("{}", no_resources_message(sections, args));
         }
         return Ok(());
     }
-    match format {
-        Format::Json | Format::Yaml => {
-            let mut items: Vec<Value> = sections
-                .iter()
-                .flat_map(|s| s.objects.iter().cloned())
-                .collect();
-            let document = if named && items.len() == 1 {
-                items.remove(0)
-            } else {
-                list_of(items)
-            };
-            let text = if format == Format::Json {
-                output::to_json(&document) + "\n"
-            } else {
-                output::to_yaml(&document)?
-            };
-            print!("{text}");
-        }
-        Format::Name => {
-            for section in sections {
-                for object in &section.objects {
-                    println!(
-                        "{}/{}",
-                        printers::kind_prefix(section.info),
-                        printers::name_of(object)
-                    );
-                }
-            }
-        }
-        Format::Table | Format::Wide => {
-            let prefix = sections.len() > 1;
-            let mut first = true;
-            for section in sections.iter().filter(|s| !s.objects.is_empty()) {
+    let prefix = sections.len() > 1;
+    let mut first = true;
+    let mut documents: Vec<Value> = Vec::new();
+    for section in sections.iter().filter(|s| s.found.len() > 0) {
+        match &section.found {
+            Found::Tables(tables) => {
                 if !first {
                     println!();
                 }
                 first = false;
-                let mut table = Table::default();
-                let wide = format == Format::Wide;
-                let mut rows = vec![header_row(section.info, args, wide)];
-                for object in &section.objects {
-                    rows.push(object_row(section.info, object, args, wide, prefix)?);
-                }
-                print!("{}", table.render(&rows));
+                let options = table_options(section.info, args, format, prefix);
+                print!(
+                    "{}",
+                    TabWriter::default().render(&render_rows(tables, &options))
+                );
             }
+            Found::Objects(objects) if format == Format::Name => {
+                for object in objects {
+                    let kind = printers::kind_prefix(section.info);
+                    println!("{kind}/{}", printers::name_of(object));
+                }
+            }
+            Found::Objects(objects) => documents.extend(objects.iter().cloned()),
         }
+    }
+    if matches!(format, Format::Json | Format::Yaml) {
+        let document = if named && documents.len() == 1 {
+            documents.remove(0)
+        } else {
+            list_of(documents)
+        };
+        let text = if format == Format::Json {
+            output::to_json(&document) + "\n"
+        } else {
+            output::to_yaml(&document)?
+        };
+        print!("{text}");
     }
     Ok(())
 }
@@ -225,45 +242,18 @@ pub fn no_resources_message(sections: &[Section], args: &GetArgs) -> String {
     }
 }
 
-/// The header row, with NAMESPACE first for `-A` and LABELS last for `--show-labels`.
-pub fn header_row(info: &ResourceInfo, args: &GetArgs, wide: bool) -> Vec<String> {
-    let mut header: Vec<String> = printers::headers(info, wide);
-    if args.all_namespaces && info.namespaced {
-        header.insert(0, "NAMESPACE".to_string());
-    }
-    if args.show_labels {
-        header.push("LABELS".to_string());
-    }
-    header
-}
-
-/// One object's row: the kind's cells, `pod/` before the name when several kinds are shown,
-/// the namespace first for `-A`, the labels last for `--show-labels`.
-pub fn object_row(
+/// How to decorate a kind's server Table: wide columns, NAMESPACE for `-A`, LABELS for
+/// `--show-labels`, `pod/` before names when several kinds are printed.
+pub fn table_options(
     info: &ResourceInfo,
-    object: &Value,
     args: &GetArgs,
-    wide: bool,
+    format: Format,
     prefix: bool,
-) -> anyhow::Result<Vec<String>> {
-    let mut row = match printers::row(info, object, wide, Timestamp::now()) {
-        Ok(row) => row,
-        Err(error) => bail!(
-            "cannot read {} {:?}: {error}",
-            info.kind,
-            printers::name_of(object)
-        ),
-    };
-    if prefix {
-        if let Some(column) = printers::name_column(info) {
-            row[column] = format!("{}/{}", printers::kind_prefix(info), row[column]);
-        }
+) -> TableOptions {
+    TableOptions {
+        wide: format == Format::Wide,
+        with_namespace: args.all_namespaces && info.namespaced,
+        show_labels: args.show_labels,
+        kind_prefix: prefix.then(|| printers::kind_prefix(info)),
     }
-    if args.all_namespaces && info.namespaced {
-        row.insert(0, printers::namespace_of(object).to_string());
-    }
-    if args.show_labels {
-        row.push(printers::labels_of(object));
-    }
-    Ok(row)
 }

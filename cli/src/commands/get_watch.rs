@@ -10,45 +10,66 @@ use anyhow::bail;
 use futures::StreamExt;
 use serde_json::Value;
 
+use minik_api::table::{Table, TableColumnDefinition};
 use minik_api::{ResourceInfo, WatchEvent};
 use minik_client::Client;
 
-use super::get::{header_row, list, object_row, with_kind, GetArgs};
-use super::resources::{collection_path, with_query};
-use crate::output::{self, Format, Table};
+use super::get::{items_of, list_path, table_options, with_kind, GetArgs};
+use super::resources::with_query;
+use crate::output::{self, Format, TabWriter};
 use crate::printers;
+use crate::printers::table::TableOptions;
 
 /// Prints objects (and later changes) one at a time in the chosen format.
-struct Printer<'a> {
+struct Printer {
     info: &'static ResourceInfo,
-    args: &'a GetArgs,
     format: Format,
-    table: Table,
+    /// The server Table's columns (from the list, or the first event that carries them).
+    columns: Vec<TableColumnDefinition>,
+    options: TableOptions,
+    writer: TabWriter,
     header_printed: bool,
 }
 
-impl Printer<'_> {
-    fn print(&mut self, object: &Value) -> anyhow::Result<()> {
+impl Printer {
+    /// Prints a plain object (`-o json|yaml|name`).
+    fn print_object(&mut self, object: &Value) -> anyhow::Result<()> {
         match self.format {
-            Format::Json => println!("{}", output::to_json(object)),
             Format::Yaml => print!("---\n{}", output::to_yaml(object)?),
             Format::Name => println!(
                 "{}/{}",
                 printers::kind_prefix(self.info),
                 printers::name_of(object)
             ),
-            Format::Table | Format::Wide => {
-                let wide = self.format == Format::Wide;
-                let mut rows = Vec::new();
-                if !self.header_printed {
-                    rows.push(header_row(self.info, self.args, wide));
-                    self.header_printed = true;
-                }
-                rows.push(object_row(self.info, object, self.args, wide, false)?);
-                print!("{}", self.table.render(&rows));
-            }
+            _ => println!("{}", output::to_json(object)),
         }
         Ok(())
+    }
+
+    /// Prints the rows of a server Table, the header first the first time.
+    fn print_table(&mut self, table: &Table) {
+        if self.columns.is_empty() {
+            self.columns = table.column_definitions.clone();
+        }
+        if table.rows.is_empty() || self.columns.is_empty() {
+            return;
+        }
+        let mut rows = Vec::new();
+        if !self.header_printed {
+            rows.push(self.options.header(&self.columns));
+            self.header_printed = true;
+        }
+        rows.extend(
+            table
+                .rows
+                .iter()
+                .map(|row| self.options.row(&self.columns, row)),
+        );
+        print!("{}", self.writer.render(&rows));
+    }
+
+    fn as_table(&self) -> bool {
+        matches!(self.format, Format::Table | Format::Wide)
     }
 }
 
@@ -60,75 +81,109 @@ pub async fn watch(
     format: Format,
 ) -> anyhow::Result<()> {
     let info = targets[0].0;
-    if targets.iter().any(|(other, _)| other.kind != info.kind) {
-        bail!("watch is only supported on individual resources and resource collections, but {} resources were found", targets.len());
-    }
     let names: Vec<&str> = targets
         .iter()
         .filter_map(|(_, name)| name.as_deref())
         .collect();
-    if names.len() > 1 {
-        bail!("watch is only supported on individual resources and resource collections, but {} resources were found", names.len());
+    if targets.iter().any(|(other, _)| other.kind != info.kind) || names.len() > 1 {
+        bail!("watch is only supported on individual resources and resource collections, but {} resources were found", targets.len());
     }
     let field_selector = join_selectors(
         args.field_selector.as_deref(),
         names.first().map(|name| format!("metadata.name={name}")),
     );
-    let list_args = GetArgs {
-        args: Vec::new(),
-        output: None,
-        watch: true,
-        selector: args.selector.clone(),
-        field_selector: field_selector.clone(),
-        all_namespaces: args.all_namespaces,
-        show_labels: args.show_labels,
-        flags: args.flags.clone(),
+    let mut printer = Printer {
+        info,
+        format,
+        columns: Vec::new(),
+        options: table_options(info, args, format, false),
+        writer: TabWriter::default(),
+        header_printed: false,
     };
-    let section = list(client, &list_args, info).await?;
-    if let (Some(name), true) = (names.first(), section.objects.is_empty()) {
+    let path = list_path(args, info, field_selector.as_deref());
+    let (found, mut resource_version) = if printer.as_table() {
+        let table = client.get_table(&path).await?;
+        printer.print_table(&table);
+        (table.rows.len(), rv_of_table(&table).unwrap_or_default())
+    } else {
+        let list = client
+            .request_json(reqwest::Method::GET, &path, None)
+            .await?;
+        let resource_version = rv_of(&list).unwrap_or_default();
+        let objects = items_of(list, info);
+        for object in &objects {
+            printer.print_object(object)?;
+        }
+        (objects.len(), resource_version)
+    };
+    if let (Some(name), 0) = (names.first(), found) {
         return Err(
             minik_client::Error::Api(minik_api::status::not_found(info.plural, name)).into(),
         );
     }
-    let mut printer = Printer {
-        info,
-        args,
-        format,
-        table: Table::default(),
-        header_printed: false,
-    };
-    for object in &section.objects {
-        printer.print(object)?;
-    }
-    let namespace = (!args.all_namespaces).then_some(args.flags.namespace.as_str());
-    let mut resource_version = section.resource_version;
     loop {
         let path = with_query(
-            &collection_path(info, namespace),
+            &path,
             &[
                 ("watch", Some("true")),
                 ("resourceVersion", Some(resource_version.as_str())),
-                ("labelSelector", args.selector.as_deref()),
-                ("fieldSelector", field_selector.as_deref()),
                 ("allowWatchBookmarks", Some("true")),
             ],
         );
-        let mut events = client.watch_raw::<Value>(&path).await?;
-        while let Some(event) = events.next().await {
-            match event? {
-                WatchEvent::Added(object)
-                | WatchEvent::Modified(object)
-                | WatchEvent::Deleted(object) => {
-                    resource_version = rv_of(&object).unwrap_or(resource_version);
-                    printer.print(&with_kind(object, info))?;
-                }
-                WatchEvent::Bookmark(object) => {
-                    resource_version = rv_of(&object).unwrap_or(resource_version)
-                }
-                WatchEvent::Error(status) => return Err(minik_client::Error::Api(status).into()),
+        resource_version = if printer.as_table() {
+            follow_tables(client, &path, &mut printer, resource_version).await?
+        } else {
+            follow_objects(client, &path, &mut printer, resource_version).await?
+        };
+    }
+}
+
+/// Prints every event of one watch as plain objects; returns the last resourceVersion seen.
+async fn follow_objects(
+    client: &Client,
+    path: &str,
+    printer: &mut Printer,
+    mut resource_version: String,
+) -> anyhow::Result<String> {
+    let mut events = client.watch_raw::<Value>(path).await?;
+    while let Some(event) = events.next().await {
+        match event? {
+            WatchEvent::Added(object)
+            | WatchEvent::Modified(object)
+            | WatchEvent::Deleted(object) => {
+                resource_version = rv_of(&object).unwrap_or(resource_version);
+                printer.print_object(&with_kind(object, printer.info))?;
             }
+            WatchEvent::Bookmark(object) => {
+                resource_version = rv_of(&object).unwrap_or(resource_version)
+            }
+            WatchEvent::Error(status) => return Err(minik_client::Error::Api(status).into()),
         }
     }
+    Ok(resource_version)
+}
+
+/// Prints every event of one watch as server Table rows; returns the last resourceVersion seen.
+async fn follow_tables(
+    client: &Client,
+    path: &str,
+    printer: &mut Printer,
+    mut resource_version: String,
+) -> anyhow::Result<String> {
+    let mut events = client.watch_tables(path).await?;
+    while let Some(event) = events.next().await {
+        match event? {
+            WatchEvent::Added(table) | WatchEvent::Modified(table) | WatchEvent::Deleted(table) => {
+                resource_version = rv_of_table(&table).unwrap_or(resource_version);
+                printer.print_table(&table);
+            }
+            WatchEvent::Bookmark(table) => {
+                resource_version = rv_of_table(&table).unwrap_or(resource_version)
+            }
+            WatchEvent::Error(status) => return Err(minik_client::Error::Api(status).into()),
+        }
+    }
+    Ok(resource_version)
 }
 
 fn rv_of(object: &Value) -> Option<String> {
@@ -136,6 +191,10 @@ fn rv_of(object: &Value) -> Option<String> {
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
         .map(str::to_string)
+}
+
+fn rv_of_table(table: &Table) -> Option<String> {
+    table.metadata.resource_version.clone()
 }
 
 /// `a=b` and `metadata.name=web` → `a=b,metadata.name=web` (a comma means AND).

@@ -1,11 +1,11 @@
-//! Printers: the columns and cells of `minik get`, shared with the apiserver's Tables.
+//! Printers: how `minik get` turns what the server sent into kubectl's output.
 //!
-//! Kubernetes counterpart: `pkg/printers/internalversion/printers.go`, where the Table columns of
-//! each kind are defined and kubectl prints the cells verbatim. minik keeps those pure functions in
-//! `minik_api::printers`, so the server's Tables (what kubectl shows) and `minik get` are computed
-//! by the same code and cannot drift apart.
+//! Kubernetes counterpart: `staging/src/k8s.io/cli-runtime/pkg/printers/`. The columns and cells
+//! of each kind are not computed here: the API server answers `get` with a Table (computed by
+//! `minik_api::printers`, upstream's `pkg/printers/internalversion`) and [`table`] prints it as
+//! kubectl does. The few helpers re-exported below are for `describe`, `apply` and `delete`, which
+//! format single fields the same way the server's Tables do.
 
-pub use minik_api::printers::{
-    cells as row, cluster, duration, headers, kind_prefix, labels_of, name_column, name_of,
-    namespace_of, service,
-};
+pub mod table;
+
+pub use minik_api::printers::{cluster, duration, kind_prefix, name_of, service};
