@@ -35,7 +35,7 @@ async fn delete_and_time(
     let running = run_pod(cluster, &fixture.build()).await;
     let name = running.metadata.name.clone().unwrap();
     let uid = running.metadata.uid.clone().unwrap();
-    let process = crate::support::web_process(&cluster, &name).await;
+    let process = crate::support::web_process(cluster, &name).await;
     let follow = Termination::follow(cluster.dir(), &uid, process.pid);
     let deleted = Timestamp::now();
     cluster.pods().delete(&name, &params).await.expect("delete");

@@ -108,19 +108,18 @@ pub async fn run(client: &Client, namespace: &str, narrate: bool) -> anyhow::Res
                     );
                 }
             }
-            Seen::Endpoints(WatchEvent::Added(endpoints) | WatchEvent::Modified(endpoints), at) => {
+            Seen::Endpoints(WatchEvent::Added(endpoints) | WatchEvent::Modified(endpoints), at)
                 if !in_endpoints
                     && !pod_ip.is_empty()
-                    && observe::ready_ips(&endpoints).contains(&pod_ip)
-                {
-                    in_endpoints = true;
-                    step(
-                        &mut timeline,
-                        Lane::EndpointController,
-                        format!("Endpoints {NAME} now lists {pod_ip}"),
-                        at,
-                    );
-                }
+                    && observe::ready_ips(&endpoints).contains(&pod_ip) =>
+            {
+                in_endpoints = true;
+                step(
+                    &mut timeline,
+                    Lane::EndpointController,
+                    format!("Endpoints {NAME} now lists {pod_ip}"),
+                    at,
+                );
             }
             Seen::Event(event) => {
                 let Some(text) = describe(

@@ -146,6 +146,11 @@ pub fn failure_window(outcomes: &[Outcome]) -> Option<(f64, f64)> {
     Some(failed.fold((first, first), |(low, high), t| (low.min(t), high.max(t))))
 }
 
+/// One request, for the demo's "the proxy routes to it" step.
+pub async fn run_once(target: SocketAddr) -> Result<String, String> {
+    request(target).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,9 +203,4 @@ mod tests {
         assert_eq!(failure_window(&outcomes), Some((90.0, 310.0)));
         assert_eq!(failure_window(&outcomes[..1]), None);
     }
-}
-
-/// One request, for the demo's "the proxy routes to it" step.
-pub async fn run_once(target: SocketAddr) -> Result<String, String> {
-    request(target).await
 }

@@ -12,6 +12,8 @@ use minik_api::WatchEvent;
 use minik_client::{Api, Client, ListParams, LogParams};
 
 /// One thing observed, with the moment it arrived.
+// Each value lives for one step of the demo's loop, so the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Seen {
     /// A pod changed.
     Pod(WatchEvent<Pod>, Timestamp),

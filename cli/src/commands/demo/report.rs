@@ -41,9 +41,9 @@ pub fn render(title: &str, sections: &[Section<'_>]) -> String {
         escape(title)
     );
     for section in sections {
-        let _ = write!(
+        let _ = writeln!(
             html,
-            "<section><h2>{}</h2><p>{}</p>\n",
+            "<section><h2>{}</h2><p>{}</p>",
             escape(&section.title),
             escape(&section.caption)
         );
@@ -76,13 +76,13 @@ fn svg(section: &Section<'_>) -> String {
     };
     let height = 30.0 + lanes.len() as f64 * LANE + bars_height + 30.0;
     let mut out = String::new();
-    let _ = write!(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" class=\"timeline\">\n");
+    let _ = writeln!(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" class=\"timeline\">");
     axis(&mut out, &scale, height - 20.0);
     for (row, lane) in lanes.iter().enumerate() {
         let y = 30.0 + row as f64 * LANE;
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<g class=\"lane\" data-lane=\"{0}\"><rect x=\"0\" y=\"{1}\" width=\"{WIDTH}\" height=\"{LANE}\" class=\"band{2}\"/><text x=\"8\" y=\"{3}\" class=\"lane-name\">{0}</text>\n",
+            "<g class=\"lane\" data-lane=\"{0}\"><rect x=\"0\" y=\"{1}\" width=\"{WIDTH}\" height=\"{LANE}\" class=\"band{2}\"/><text x=\"8\" y=\"{3}\" class=\"lane-name\">{0}</text>",
             lane.name(),
             y,
             row % 2,
@@ -101,9 +101,9 @@ fn svg(section: &Section<'_>) -> String {
             let row = row_ends.iter().position(|end| x > *end).unwrap_or(0);
             row_ends[row] = x + width;
             let label_y = y + 12.0 + row as f64 * 14.0;
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "<line x1=\"{x:.1}\" y1=\"30\" x2=\"{x:.1}\" y2=\"{bottom:.1}\" class=\"guide\"/><circle cx=\"{x:.1}\" cy=\"{cy:.1}\" r=\"5\" class=\"mark\"><title>{event} at {t:.1} ms</title></circle><text x=\"{tx:.1}\" y=\"{label_y:.1}\" class=\"mark-label\">{event} ({t:.0} ms)</text>\n",
+                "<line x1=\"{x:.1}\" y1=\"30\" x2=\"{x:.1}\" y2=\"{bottom:.1}\" class=\"guide\"/><circle cx=\"{x:.1}\" cy=\"{cy:.1}\" r=\"5\" class=\"mark\"><title>{event} at {t:.1} ms</title></circle><text x=\"{tx:.1}\" y=\"{label_y:.1}\" class=\"mark-label\">{event} ({t:.0} ms)</text>",
                 bottom = 30.0 + lanes.len() as f64 * LANE,
                 cy = y + LANE / 2.0,
                 event = escape(&mark.event),
@@ -167,7 +167,7 @@ fn axis(out: &mut String, scale: &Scale, y: f64) {
     let mut tick = (scale.start / step).ceil() * step;
     while tick <= scale.end {
         let x = scale.x(tick);
-        let _ = write!(out, "<line x1=\"{x:.1}\" y1=\"{y}\" x2=\"{x:.1}\" y2=\"{}\" class=\"tick\"/><text x=\"{x:.1}\" y=\"{}\" class=\"tick-label\">{tick:.0} ms</text>\n", y + 5.0, y + 17.0);
+        let _ = writeln!(out, "<line x1=\"{x:.1}\" y1=\"{y}\" x2=\"{x:.1}\" y2=\"{}\" class=\"tick\"/><text x=\"{x:.1}\" y=\"{}\" class=\"tick-label\">{tick:.0} ms</text>", y + 5.0, y + 17.0);
         tick += step;
     }
 }
@@ -181,16 +181,20 @@ fn bars(out: &mut String, scale: &Scale, outcomes: &[Outcome], top: f64) {
         .max()
         .unwrap_or(1)
         .max(1) as f64;
-    let _ = write!(out, "<g class=\"requests\"><text x=\"8\" y=\"{}\" class=\"lane-name\">requests / 100 ms</text>\n", top + BARS / 2.0);
+    let _ = writeln!(
+        out,
+        "<g class=\"requests\"><text x=\"8\" y=\"{}\" class=\"lane-name\">requests / 100 ms</text>",
+        top + BARS / 2.0
+    );
     for (t_ms, ok, failed) in rows {
         let x = scale.x(t_ms);
         let width = (scale.x(t_ms + BUCKET_MS) - x - 1.0).max(1.0);
         let ok_height = ok as f64 / most * BARS;
         let failed_height = failed as f64 / most * BARS;
         let bottom = top + BARS;
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"{ok_height:.1}\" class=\"ok\"><title>{ok} answered</title></rect><rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"{failed_height:.1}\" class=\"failed\"><title>{failed} failed</title></rect>\n",
+            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"{ok_height:.1}\" class=\"ok\"><title>{ok} answered</title></rect><rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"{failed_height:.1}\" class=\"failed\"><title>{failed} failed</title></rect>",
             bottom - ok_height,
             bottom - ok_height - failed_height,
         );
