@@ -20,14 +20,7 @@ async fn kubectl_get_prints_the_server_tables_plain_wide_and_yaml() {
     };
     let cluster = cluster().await;
     let kubectl = Kubectl::new(binary, cluster.server_url());
-    let manifest = kubectl.manifest("pod.yaml", &pod_yaml("web", "app: web", ""));
-    kubectl
-        .ok(&["apply", "-f", manifest.to_str().unwrap()])
-        .await;
-    let service = kubectl.manifest("svc.yaml", SERVICE_YAML);
-    kubectl
-        .ok(&["apply", "-f", service.to_str().unwrap()])
-        .await;
+    kubectl.apply_web_and_service("app: web").await;
     let live = running(&cluster, "web").await;
     let ip = pod::ip(&live).expect("pod IP").to_string();
     let ready = wait_for(&cluster.pods(), "web", pod::is_ready, RUNNING)

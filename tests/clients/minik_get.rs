@@ -7,9 +7,7 @@
 
 use std::process::Stdio;
 
-use crate::support::{
-    cluster, kubectl_binary, pod_yaml, running, stop_clean, Kubectl, SERVICE_YAML,
-};
+use crate::support::{cluster, kubectl_binary, running, stop_clean, Kubectl};
 
 /// The cells of each line, with ages (`5s`, `3m2s`, `2d`) replaced by `AGE`.
 fn masked(output: &str) -> Vec<Vec<String>> {
@@ -59,14 +57,7 @@ async fn minik_get_prints_what_kubectl_get_prints() {
     };
     let cluster = cluster().await;
     let kubectl = Kubectl::new(binary, cluster.server_url());
-    let manifest = kubectl.manifest("pod.yaml", &pod_yaml("web", "app: web, tier: front", ""));
-    kubectl
-        .ok(&["apply", "-f", manifest.to_str().unwrap()])
-        .await;
-    let service = kubectl.manifest("svc.yaml", SERVICE_YAML);
-    kubectl
-        .ok(&["apply", "-f", service.to_str().unwrap()])
-        .await;
+    kubectl.apply_web_and_service("app: web, tier: front").await;
     running(&cluster, "web").await;
 
     for args in [

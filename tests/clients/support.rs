@@ -185,6 +185,16 @@ pub fn pod_yaml(name: &str, labels: &str, extra_spec: &str) -> String {
 pub const SERVICE_YAML: &str = "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  \
     selector: {app: web}\n  ports: [{port: 80, targetPort: 8080, protocol: TCP}]\n";
 
+impl Kubectl {
+    /// `kubectl apply -f` of the pod `web` (with `labels`) and the Service `web` in front of it.
+    pub async fn apply_web_and_service(&self, labels: &str) {
+        let pod = self.manifest("pod.yaml", &pod_yaml("web", labels, ""));
+        self.ok(&["apply", "-f", pod.to_str().unwrap()]).await;
+        let service = self.manifest("svc.yaml", SERVICE_YAML);
+        self.ok(&["apply", "-f", service.to_str().unwrap()]).await;
+    }
+}
+
 /// Waits until the pod is Running.
 pub async fn running(cluster: &minik_tests::Cluster, name: &str) -> Pod {
     wait_for(&cluster.pods(), name, pod::is_running, RUNNING)
