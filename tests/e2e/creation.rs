@@ -12,11 +12,7 @@ use crate::support::{http_answer, run_pod, stop_clean, RUNNING};
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pod_runs_with_a_loopback_ip_and_answers_http_with_its_name() {
     let _machine = crate::support::shared().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
+    let cluster = crate::support::one_node().await;
     let running = run_pod(&cluster, &pod("web").port(8080).build()).await;
     let ip = p::ip(&running).expect("podIP").to_string();
     assert!(
@@ -36,11 +32,7 @@ async fn pod_runs_with_a_loopback_ip_and_answers_http_with_its_name() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_pods_on_one_node_share_a_port_on_different_ips() {
     let _machine = crate::support::shared().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
+    let cluster = crate::support::one_node().await;
     let a = run_pod(&cluster, &pod("a").port(8080).build()).await;
     let b = run_pod(&cluster, &pod("b").port(8080).build()).await;
     let (ip_a, ip_b) = (
@@ -110,11 +102,7 @@ async fn crashing_container_backs_off_longer_each_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn never_pods_end_succeeded_or_failed_with_their_exit_code() {
     let _machine = crate::support::shared().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
+    let cluster = crate::support::one_node().await;
     let pods = cluster.pods();
     pods.create(
         &pod("ok")
@@ -148,11 +136,7 @@ async fn never_pods_end_succeeded_or_failed_with_their_exit_code() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn init_containers_run_in_order_before_the_app() {
     let _machine = crate::support::shared().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
+    let cluster = crate::support::one_node().await;
     let order = cluster.dir().join("order.txt");
     let file = order.display().to_string();
     let append = |word: &str| format!("sleep 0.2; echo {word} >> {file}");

@@ -60,11 +60,7 @@ async fn delete_and_time(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pre_stop_shorter_than_grace_then_sigterm_and_clean_exit() {
     let _machine = crate::support::exclusive().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
+    let cluster = crate::support::one_node().await;
     let fixture = pod("short-prestop")
         .port(8080)
         .grace(3)
@@ -92,11 +88,7 @@ async fn pre_stop_shorter_than_grace_then_sigterm_and_clean_exit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pre_stop_longer_than_grace_gets_sigterm_at_deadline_and_sigkill_2s_later() {
     let _machine = crate::support::exclusive().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
+    let cluster = crate::support::one_node().await;
     let fixture = pod("long-prestop")
         .port(8080)
         .grace(2)
@@ -115,19 +107,9 @@ async fn pre_stop_longer_than_grace_gets_sigterm_at_deadline_and_sigkill_2s_late
     stop_clean(cluster).await;
 }
 
-/// An app whose shutdown is longer than what is left of the grace is killed at the deadline.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn slow_shutdown_is_killed_at_the_deadline() {
-    let _machine = crate::support::exclusive().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
-    let fixture = pod("slow-exit")
-        .port(8080)
-        .grace(2)
-        .on_sigterm("drain:5000");
+/// SIGTERM at once (no preStop), then SIGKILL at the 2 s deadline for an app that does not exit.
+async fn assert_killed_at_the_deadline(fixture: PodBuilder) {
+    let cluster = crate::support::one_node().await;
     let (_, t) = delete_and_time(&cluster, fixture, DeleteParams::default()).await;
     assert_near(
         "SIGTERM at once",
@@ -138,6 +120,19 @@ async fn slow_shutdown_is_killed_at_the_deadline() {
     );
     assert_near("SIGKILL at the 2 s deadline", t.gone, 2.0, TOLERANCE);
     stop_clean(cluster).await;
+}
+
+/// An app whose shutdown is longer than what is left of the grace is killed at the deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slow_shutdown_is_killed_at_the_deadline() {
+    let _machine = crate::support::exclusive().await;
+    assert_killed_at_the_deadline(
+        pod("slow-exit")
+            .port(8080)
+            .grace(2)
+            .on_sigterm("drain:5000"),
+    )
+    .await;
 }
 
 /// A process that ignores SIGTERM is killed at the deadline. (The kubelet never gives less than
@@ -145,33 +140,14 @@ async fn slow_shutdown_is_killed_at_the_deadline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn process_ignoring_sigterm_is_killed_at_the_deadline() {
     let _machine = crate::support::exclusive().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
-    let fixture = pod("stubborn").port(8080).grace(2).on_sigterm("ignore");
-    let (_, t) = delete_and_time(&cluster, fixture, DeleteParams::default()).await;
-    assert_near(
-        "SIGTERM at once",
-        t.sigterm
-            .unwrap_or_else(|| panic!("no event=sigterm: {t:?}\n{}", t.log)),
-        0.0,
-        TOLERANCE,
-    );
-    assert_near("SIGKILL at the 2 s deadline", t.gone, 2.0, TOLERANCE);
-    stop_clean(cluster).await;
+    assert_killed_at_the_deadline(pod("stubborn").port(8080).grace(2).on_sigterm("ignore")).await;
 }
 
 /// A second delete with a shorter grace brings the deadline forward.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn second_delete_with_shorter_grace_shortens_the_deadline() {
     let _machine = crate::support::exclusive().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
+    let cluster = crate::support::one_node().await;
     let running = run_pod(
         &cluster,
         &pod("shorten")
@@ -221,11 +197,7 @@ async fn second_delete_with_shorter_grace_shortens_the_deadline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn force_delete_removes_the_object_at_once_and_still_stops_the_process() {
     let _machine = crate::support::exclusive().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
+    let cluster = crate::support::one_node().await;
     run_pod(&cluster, &pod("forced").port(8080).grace(30).build()).await;
     let process = crate::support::web_process(&cluster, "forced").await;
     cluster
@@ -259,11 +231,7 @@ async fn force_delete_removes_the_object_at_once_and_still_stops_the_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn grandchildren_are_gone_after_the_pod_is_deleted() {
     let _machine = crate::support::exclusive().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
+    let cluster = crate::support::one_node().await;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -326,11 +294,7 @@ impl std::fmt::Debug for Timeline {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn post_start_runs_alongside_and_running_waits_for_it() {
     let _machine = crate::support::exclusive().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
+    let cluster = crate::support::one_node().await;
     let created = Timestamp::now();
     let running = run_pod(
         &cluster,
@@ -370,11 +334,7 @@ async fn post_start_runs_alongside_and_running_waits_for_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn app_reads_its_pod_from_the_api_during_shutdown() {
     let _machine = crate::support::exclusive().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
+    let cluster = crate::support::one_node().await;
     let minik = cluster.minik_binary().display().to_string();
     // The answer goes to a file outside the kubelet's directories: the container's own log is
     // removed with the pod, possibly before the test could read it.

@@ -311,11 +311,7 @@ async fn unready_pod_leaves_the_endpoints_and_gets_no_traffic_until_ready_again(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn liveness_failure_restarts_the_container() {
     let _machine = crate::support::shared().await;
-    let cluster = Cluster::builder()
-        .without_services()
-        .start()
-        .await
-        .expect("cluster");
+    let cluster = crate::support::one_node().await;
     let flag = cluster.dir().join("dead");
     let check = format!("test ! -e {}", flag.display());
     run_pod(

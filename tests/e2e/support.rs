@@ -13,6 +13,15 @@ use minik_tests::Cluster;
 /// Generous bound for a pod to reach Running on a loaded 2-core machine.
 pub const RUNNING: Duration = Duration::from_secs(30);
 
+/// A one-node cluster without the endpoint controller and proxy (most tests need no Service).
+pub async fn one_node() -> Cluster {
+    Cluster::builder()
+        .without_services()
+        .start()
+        .await
+        .expect("cluster")
+}
+
 /// Creates the pod and waits until it is Running with an IP.
 pub async fn run_pod(cluster: &Cluster, fixture: &Pod) -> Pod {
     let name = fixture.metadata.name.clone().unwrap_or_default();
