@@ -10,6 +10,7 @@
 //! - [`watcher::watcher`] lists, then watches from the list's resourceVersion, resumes after every
 //!   disconnect and relists on 410: the only way a component learns about the cluster.
 //! - [`store::store`] and [`reflector`] keep an in-memory copy of what the watcher saw.
+//! - [`wait`] waits on a watch until a condition holds (tools and tests).
 //! - [`events::Recorder`] writes Events (`Scheduled`, `Started` …) that `describe` shows.
 //! - [`shutdown::on_signal`] and [`logging::init`] are the two lines every `main` starts with.
 //!
@@ -29,6 +30,7 @@ pub mod logging;
 pub mod params;
 pub mod shutdown;
 pub mod store;
+pub mod wait;
 mod watch_lines;
 pub mod watcher;
 

@@ -113,24 +113,13 @@ async fn running_pod(pods: &Api<Pod>, name: &str, ip: &str) {
 /// Waits (on a watch, with a timeout) until `condition` holds for the listed objects.
 async fn wait_until<K: Object + minik_api::k8s_openapi::ListableResource>(
     api: &Api<K>,
-    mut condition: impl FnMut(&[Arc<K>]) -> bool,
-) -> Vec<Arc<K>> {
-    let (store, writer) = minik_client::store::store::<K>();
-    let mut events = Box::pin(minik_client::reflector(
-        writer,
-        watcher(api.clone(), ListParams::default()),
-    ));
-    let found = async {
-        while let Some(event) = events.next().await {
-            if event.is_ok() && store.is_ready() && condition(&store.state()) {
-                return store.state();
-            }
-        }
-        panic!("watch ended");
-    };
+    condition: impl FnMut(&[K]) -> bool,
+) -> Vec<K> {
+    let found = minik_client::wait::await_all(api, ListParams::default(), condition);
     tokio::time::timeout(PATIENCE, found)
         .await
         .expect("condition not reached in time")
+        .expect("watch ended")
 }
 
 fn ready_ips(endpoints: &Endpoints) -> Vec<String> {
@@ -142,9 +131,8 @@ fn ready_ips(endpoints: &Endpoints) -> Vec<String> {
     ips
 }
 
-fn web(all: &[Arc<Endpoints>]) -> Option<&Endpoints> {
+fn web(all: &[Endpoints]) -> Option<&Endpoints> {
     all.iter()
-        .map(|e| &**e)
         .find(|e| e.metadata.name.as_deref() == Some("web"))
 }
 

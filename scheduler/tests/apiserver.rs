@@ -9,7 +9,7 @@ use minik_api::core::{Container, Event as CoreEvent, Node, Pod, PodSpec, Resourc
 use minik_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use minik_api::meta::ObjectMeta;
 use minik_apiserver::storage::memory::MemoryStorage;
-use minik_client::{watcher, Api, Client, ListParams, Object};
+use minik_client::{Api, Client, ListParams, Object};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -117,24 +117,13 @@ fn pod(name: &str, cpu: &str) -> Pod {
 /// Waits (on a watch, with a timeout) until `condition` holds for the listed objects.
 async fn wait_until<K: Object + minik_api::k8s_openapi::ListableResource>(
     api: &Api<K>,
-    mut condition: impl FnMut(&[Arc<K>]) -> bool,
-) -> Vec<Arc<K>> {
-    let (store, writer) = minik_client::store::store::<K>();
-    let mut events = Box::pin(minik_client::reflector(
-        writer,
-        watcher(api.clone(), ListParams::default()),
-    ));
-    let found = async {
-        while let Some(event) = events.next().await {
-            if event.is_ok() && store.is_ready() && condition(&store.state()) {
-                return store.state();
-            }
-        }
-        panic!("watch ended");
-    };
+    condition: impl FnMut(&[K]) -> bool,
+) -> Vec<K> {
+    let found = minik_client::wait::await_all(api, ListParams::default(), condition);
     tokio::time::timeout(PATIENCE, found)
         .await
         .expect("condition not reached in time")
+        .expect("watch ended")
 }
 
 fn node_of(pod: &Pod) -> Option<&str> {

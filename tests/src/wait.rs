@@ -1,63 +1,34 @@
 //! Waiting for the cluster to reach a state: on a watch, always with a timeout, never a sleep.
 //!
 //! Kubernetes counterpart: the e2e framework's `WaitForPodCondition` / `WaitForPodNotFound`
-//! (`test/e2e/framework/pod/wait.go`) and client-go's `watchtools.UntilWithSync`, which lists, then
-//! watches, and evaluates a condition on every event. minik uses its own watcher the same way: the
-//! condition is checked on the listed state and on each event after it, so a state that is reached
-//! before the wait starts is seen too.
+//! (`test/e2e/framework/pod/wait.go`). The waiting itself is `minik_client::wait` (client-go's
+//! `watchtools.UntilWithSync`: list, then watch, the condition checked on the listed state and on
+//! each event after it, so a state reached before the wait starts is seen too); this module adds
+//! the timeout every test needs and an error that names what was awaited.
 //!
 //! [`eventually`] is the one exception: for conditions no watch can tell (an HTTP answer, a
 //! process in `/proc`, a line in a log file) it checks every 50 ms until the deadline. Use it only
 //! for those.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
-use futures::StreamExt;
 use minik_api::core::Pod;
-use minik_client::{watcher, Api, Event, ListParams, Object};
+use minik_client::{wait, Api, ListParams, Object};
 
 use crate::error::{Error, Result};
-
-type Meta = minik_api::meta::ObjectMeta;
 
 /// How often [`eventually`] checks.
 const EVENTUALLY_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Waits until the object `name` exists and `condition` holds for it; returns that version.
-pub async fn wait_for<K, F>(
-    api: &Api<K>,
-    name: &str,
-    mut condition: F,
-    timeout: Duration,
-) -> Result<K>
+pub async fn wait_for<K, F>(api: &Api<K>, name: &str, condition: F, timeout: Duration) -> Result<K>
 where
     K: Object + k8s_openapi::ListableResource,
     F: FnMut(&K) -> bool,
 {
     let what = format!("{} {name}", K::KIND);
-    let lp = ListParams::default().fields(&format!("metadata.name={name}"));
-    let mut events = Box::pin(watcher(api.clone(), lp));
-    let found = async {
-        while let Some(event) = events.next().await {
-            let candidates = match event {
-                Ok(Event::Restarted(objects)) => objects,
-                Ok(Event::Applied(object)) => vec![object],
-                Ok(Event::Deleted(_)) | Err(_) => continue,
-            };
-            if let Some(object) = candidates
-                .into_iter()
-                .find(|o| named(o, name) && condition(o))
-            {
-                return Ok(object);
-            }
-        }
-        Err(Error::WatchEnded(what.clone()))
-    };
-    tokio::time::timeout(timeout, found)
-        .await
-        .map_err(|_| Error::Timeout { what, timeout })?
+    within(what, timeout, wait::await_condition(api, name, condition)).await
 }
 
 /// Waits until the object `name` does not exist (it may already be gone).
@@ -66,31 +37,15 @@ where
     K: Object + k8s_openapi::ListableResource,
 {
     let what = format!("{} {name} to be deleted", K::KIND);
-    let lp = ListParams::default().fields(&format!("metadata.name={name}"));
-    let mut events = Box::pin(watcher(api.clone(), lp));
-    let gone = async {
-        while let Some(event) = events.next().await {
-            match event {
-                Ok(Event::Restarted(objects)) if !objects.iter().any(|o| named(o, name)) => {
-                    return Ok(())
-                }
-                Ok(Event::Deleted(object)) if named(&object, name) => return Ok(()),
-                _ => continue,
-            }
-        }
-        Err(Error::WatchEnded(what.clone()))
-    };
-    tokio::time::timeout(timeout, gone)
-        .await
-        .map_err(|_| Error::Timeout { what, timeout })?
+    within(what, timeout, wait::await_deleted(api, name)).await
 }
 
 /// Waits until `condition` holds for the whole set of objects matching `lp` (e.g. "3 pods are
-/// Running"); returns that set, sorted by name.
+/// Running"); returns that set, sorted by namespace and name.
 pub async fn wait_for_all<K, F>(
     api: &Api<K>,
     lp: ListParams,
-    mut condition: F,
+    condition: F,
     timeout: Duration,
 ) -> Result<Vec<K>>
 where
@@ -98,32 +53,20 @@ where
     F: FnMut(&[K]) -> bool,
 {
     let what = format!("a set of {} objects", K::KIND);
-    let mut events = Box::pin(watcher(api.clone(), lp));
-    let mut objects: BTreeMap<String, K> = BTreeMap::new();
-    let found = async {
-        while let Some(event) = events.next().await {
-            match event {
-                Ok(Event::Restarted(list)) => {
-                    objects = list.into_iter().map(|o| (key(&o), o)).collect()
-                }
-                Ok(Event::Applied(o)) => {
-                    objects.insert(key(&o), o);
-                }
-                Ok(Event::Deleted(o)) => {
-                    objects.remove(&key(&o));
-                }
-                Err(_) => continue,
-            }
-            let current: Vec<K> = objects.values().cloned().collect();
-            if condition(&current) {
-                return Ok(current);
-            }
-        }
-        Err(Error::WatchEnded(what.clone()))
-    };
-    tokio::time::timeout(timeout, found)
-        .await
-        .map_err(|_| Error::Timeout { what, timeout })?
+    within(what, timeout, wait::await_all(api, lp, condition)).await
+}
+
+/// One of `minik_client::wait`'s waits, bounded by `timeout`.
+async fn within<T>(
+    what: String,
+    timeout: Duration,
+    wait: impl Future<Output = Option<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(timeout, wait).await {
+        Ok(Some(found)) => Ok(found),
+        Ok(None) => Err(Error::WatchEnded(what)),
+        Err(_) => Err(Error::Timeout { what, timeout }),
+    }
 }
 
 /// Checks `check` every 50 ms until it returns `Some`, or fails after `timeout`. Only for
@@ -147,14 +90,6 @@ where
             what: what.into(),
             timeout,
         })
-}
-
-fn named<K: k8s_openapi::Metadata<Ty = Meta>>(object: &K, name: &str) -> bool {
-    object.metadata().name.as_deref() == Some(name)
-}
-
-fn key<K: k8s_openapi::Metadata<Ty = Meta>>(object: &K) -> String {
-    minik_api::ObjectKey::of(object.metadata()).to_string()
 }
 
 /// Pod predicates for [`wait_for`], named as kubectl shows the states.
