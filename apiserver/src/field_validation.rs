@@ -14,6 +14,9 @@
 //! path of every key the struct's `Deserialize` skipped. Duplicate keys (which `serde_json::Value`
 //! silently collapses) are found on the raw JSON bytes.
 //!
+//! Known fields that minik stores but does not act on get their own warnings, from
+//! `ignored_fields.rs`; [`with_warnings`] turns both kinds into headers.
+//!
 //! minik simplifies: type errors (`containerPort: "80"`) are left to validation, which answers 422.
 
 use std::collections::BTreeSet;
@@ -205,72 +208,6 @@ pub fn check(mode: Mode, kind: &str, value: &Value, raw: Option<&[u8]>) -> ApiRe
     Ok(problems)
 }
 
-/// Whether a field is really set: not null, false, 0, "" or empty.
-fn set(value: &Value) -> bool {
-    match value {
-        Value::Null | Value::Bool(false) => false,
-        Value::String(s) => !s.is_empty(),
-        Value::Number(n) => n.as_f64() != Some(0.0),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-        Value::Bool(true) => true,
-    }
-}
-
-/// Pod fields minik stores but does not act on, as warnings (`minik: spec.affinity.podAffinity
-/// is ignored`), the channel real-clients.md §10 recommends for "accepted but not implemented".
-/// Sent whatever `fieldValidation` says, as upstream sends its own deprecation warnings.
-pub fn ignored_by_minik(kind: &str, object: &Value) -> Vec<String> {
-    if kind != "Pod" {
-        return Vec::new();
-    }
-    let spec = &object["spec"];
-    let mut paths = Vec::new();
-    for field in [
-        "affinity/podAffinity",
-        "affinity/podAntiAffinity",
-        "topologySpreadConstraints",
-        "securityContext",
-        "hostNetwork",
-        "runtimeClassName",
-        "overhead",
-    ] {
-        if spec.pointer(&format!("/{field}")).is_some_and(set) {
-            paths.push(format!("spec.{}", field.replace('/', ".")));
-        }
-    }
-    for list in ["initContainers", "containers"] {
-        for (index, container) in spec[list].as_array().into_iter().flatten().enumerate() {
-            let at = format!("spec.{list}[{index}]");
-            for field in [
-                "securityContext",
-                "resources/limits",
-                "livenessProbe/grpc",
-                "readinessProbe/grpc",
-                "startupProbe/grpc",
-            ] {
-                if container.pointer(&format!("/{field}")).is_some_and(set) {
-                    paths.push(format!("{at}.{}", field.replace('/', ".")));
-                }
-            }
-        }
-    }
-    let mut warnings: Vec<String> = paths
-        .into_iter()
-        .map(|p| format!("minik: {p} is ignored"))
-        .collect();
-    for (index, volume) in spec["volumes"].as_array().into_iter().flatten().enumerate() {
-        for (source, _) in volume.as_object().into_iter().flatten() {
-            if !matches!(source.as_str(), "name" | "emptyDir" | "hostPath") {
-                warnings.push(format!(
-                    "minik: spec.volumes[{index}].{source} is mounted as an empty directory"
-                ));
-            }
-        }
-    }
-    warnings
-}
-
 /// Adds one `Warning: 299 - "…"` header per warning (RFC 7234 warn-code 299, agent `-`), which
 /// kubectl prints on stderr as `Warning: …`.
 pub fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
@@ -331,22 +268,6 @@ mod tests {
             ["unknown field \"spec.foo\""]
         );
         assert!(check(Mode::Ignore, "Pod", &pod, None).unwrap().is_empty());
-    }
-
-    #[test]
-    fn fields_minik_does_not_act_on_are_reported() {
-        let pod = json!({"spec": {"hostNetwork": false, "securityContext": {"runAsUser": 1000},
-            "containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}}}],
-            "volumes": [{"name": "d", "emptyDir": {}}, {"name": "c", "configMap": {"name": "x"}}]}});
-        assert_eq!(
-            ignored_by_minik("Pod", &pod),
-            [
-                "minik: spec.securityContext is ignored",
-                "minik: spec.containers[0].resources.limits is ignored",
-                "minik: spec.volumes[1].configMap is mounted as an empty directory",
-            ]
-        );
-        assert!(ignored_by_minik("Service", &pod).is_empty());
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub mod discovery;
 pub mod error;
 pub mod field_validation;
 pub mod handlers;
+pub mod ignored_fields;
 pub mod logs;
 pub mod openapi;
 pub mod patch;

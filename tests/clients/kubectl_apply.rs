@@ -1,6 +1,7 @@
 //! kubectl 1.32, unmodified, writing objects: `apply` (client-side: create, configure, unchanged;
-//! strict field validation; warnings), `apply --server-side` (managed fields, conflicts, force) and
-//! the typed `create namespace` / `create service` commands, which send protobuf bodies.
+//! strict field validation; warnings for fields minik ignores), `apply --server-side` (managed
+//! fields, conflicts, force) and the typed `create namespace` / `create service` commands, which
+//! send protobuf bodies.
 //!
 //! Each test writes a kubeconfig for its cluster (real-clients.md §1.1) and runs `/usr/bin/kubectl`
 //! with a private `--cache-dir`, so discovery is fetched fresh. Skipped with a notice when kubectl
@@ -36,8 +37,21 @@ async fn kubectl_apply_creates_configures_leaves_unchanged_and_validates_strictl
         "pod.yaml",
         &pod_yaml("web", "app: web, tier: front", security),
     );
-    let changed = kubectl.ok(&["apply", "-f", file]).await;
-    assert_eq!(changed.trim(), "pod/web configured");
+    // A patch is warned about only for what it adds: securityContext was there already.
+    let changed = kubectl.run(&["apply", "-f", file]).await.success();
+    assert_eq!(changed.stdout.trim(), "pod/web configured");
+    assert!(!changed.stderr.contains("Warning"), "{changed:#?}");
+    let deadline = r#"{"spec":{"activeDeadlineSeconds":600}}"#;
+    let patched = kubectl
+        .run(&["patch", "pod", "web", "-p", deadline])
+        .await
+        .success();
+    assert!(
+        patched
+            .stderr
+            .contains("Warning: minik: spec.activeDeadlineSeconds is ignored"),
+        "{patched:#?}"
+    );
     let labels = cluster
         .pods()
         .get("web")
@@ -48,13 +62,29 @@ async fn kubectl_apply_creates_configures_leaves_unchanged_and_validates_strictl
         .unwrap_or_default();
     assert_eq!(labels.get("tier").map(String::as_str), Some("front"));
 
+    // A Service minik implements entirely is created without a word; a NodePort one is told
+    // that nothing listens on the nodes.
     let service = kubectl.manifest("svc.yaml", SERVICE_YAML);
-    assert_eq!(
-        kubectl
-            .ok(&["apply", "-f", service.to_str().unwrap()])
-            .await
-            .trim(),
-        "service/web created"
+    let plain = kubectl
+        .run(&["apply", "-f", service.to_str().unwrap()])
+        .await
+        .success();
+    assert_eq!(plain.stdout.trim(), "service/web created");
+    assert!(!plain.stderr.contains("Warning"), "{plain:#?}");
+    let node_port = SERVICE_YAML
+        .replace("name: web", "name: web-np")
+        .replace("spec:\n", "spec:\n  type: NodePort\n");
+    let node_port = kubectl.manifest("svc-np.yaml", &node_port);
+    let served = kubectl
+        .run(&["apply", "-f", node_port.to_str().unwrap()])
+        .await
+        .success();
+    assert_eq!(served.stdout.trim(), "service/web-np created");
+    assert!(
+        served
+            .stderr
+            .contains("Warning: minik: spec.type NodePort is served as ClusterIP"),
+        "{served:#?}"
     );
 
     // kubectl's default --validate=strict makes the server refuse unknown fields.

@@ -19,6 +19,7 @@ use super::request::{body_format, decode_object, BodyFormat};
 use super::{namespaces, object_response, storage_key, ApiRequest, Target};
 use crate::error::{json_response, ApiError, ApiResult};
 use crate::field_validation::{self as fields, Mode};
+use crate::ignored_fields;
 use crate::patch::apply as server_side_apply;
 use crate::registry::patch::PatchType;
 use crate::registry::{self, meta, pods, services};
@@ -60,7 +61,7 @@ fn decode_checked(request: &ApiRequest) -> ApiResult<(Value, Vec<String>)> {
     let kind = request.target.info.kind;
     let mut warnings = fields::check(mode, kind, &body, raw)?;
     if request.target.subresource.is_none() {
-        warnings.extend(fields::ignored_by_minik(kind, &body));
+        warnings.extend(ignored_fields::warnings(kind, &body));
     }
     Ok((body, warnings))
 }
@@ -190,7 +191,18 @@ pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response
         |stored| {
             let patched = registry::patch::apply(patch_type, kind, stored, &patch)?;
             // The result is checked, not the patch: patches carry `$` directives.
-            let found = fields::check(mode, kind, &patched, None)?;
+            let mut found = fields::check(mode, kind, &patched, None)?;
+            if sub.is_none() {
+                // Only what the patch added: an object that already carried an ignored field
+                // was warned about when it was written (as upstream's `GetWarningsForPod`
+                // compares with the old pod).
+                let before = ignored_fields::warnings(kind, stored);
+                found.extend(
+                    ignored_fields::warnings(kind, &patched)
+                        .into_iter()
+                        .filter(|warning| !before.contains(warning)),
+                );
+            }
             *warnings.lock().unwrap_or_else(|p| p.into_inner()) = found;
             registry::prepare_update(target.info, patched, stored, target.name(), sub)
         },
@@ -218,7 +230,9 @@ async fn apply(
     };
     let to_api = |e: crate::patch::Error| ApiError::from(e.to_status());
     let mut warnings = fields::check(mode, kind, &applied, None)?;
-    warnings.extend(fields::ignored_by_minik(kind, &applied));
+    if target.subresource.is_none() {
+        warnings.extend(ignored_fields::warnings(kind, &applied));
+    }
     if stored(state, request)?.is_none() && target.subresource.is_none() {
         if let Some(given) = meta::meta_str(&applied, "name").filter(|n| *n != target.name()) {
             return Err(ApiError::bad_request(format!(

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
-use minik_api::core::{Service, ServiceStatus};
+use minik_api::core::{Service, ServiceSpec, ServiceStatus};
 use minik_api::defaults::default_service;
 use minik_api::meta::StatusCause;
 use minik_api::status;
@@ -99,6 +99,15 @@ fn name_of(service: &Service) -> String {
     service.metadata.name.clone().unwrap_or_default()
 }
 
+/// The address a new Service asks for: `clusterIP`, else `clusterIPs[0]` (upstream's
+/// `normalizeClusterIPs`: a client may set either; minik serves one IPv4 family).
+fn requested_ip(spec: &ServiceSpec) -> Option<&str> {
+    spec.cluster_ip
+        .as_deref()
+        .filter(|ip| !ip.is_empty())
+        .or_else(|| spec.cluster_ips.as_ref()?.first().map(String::as_str))
+}
+
 /// A new Service: defaults, validation, then its cluster IP.
 pub fn prepare_create(object: Value, used: &BTreeSet<Ipv4Addr>) -> ApiResult<Value> {
     let mut service: Service = typed(object, "Service")?;
@@ -106,7 +115,7 @@ pub fn prepare_create(object: Value, used: &BTreeSet<Ipv4Addr>) -> ApiResult<Val
     let mut causes = validate_service(&service);
     let spec = service.spec.get_or_insert_with(Default::default);
     if spec.type_.as_deref() != Some("ExternalName") && causes.is_empty() {
-        match choose_cluster_ip(spec.cluster_ip.as_deref(), used) {
+        match choose_cluster_ip(requested_ip(spec), used) {
             Ok(ip) => {
                 spec.cluster_ips = Some(vec![ip.clone()]);
                 spec.cluster_ip = Some(ip);
@@ -172,6 +181,28 @@ mod tests {
             allocate(&BTreeSet::new(), RANGE_SIZE - 2),
             Some(Ipv4Addr::new(127, 96, 0, 1))
         );
+    }
+
+    #[test]
+    fn cluster_ips_alone_ask_for_their_first_address() {
+        let spec = |ip: Option<&str>, ips: Option<Vec<&str>>| ServiceSpec {
+            cluster_ip: ip.map(String::from),
+            cluster_ips: ips.map(|ips| ips.into_iter().map(String::from).collect()),
+            ..Default::default()
+        };
+        assert_eq!(
+            requested_ip(&spec(None, Some(vec!["127.96.3.3"]))),
+            Some("127.96.3.3")
+        );
+        assert_eq!(
+            requested_ip(&spec(Some(""), Some(vec!["127.96.3.3"]))),
+            Some("127.96.3.3")
+        );
+        assert_eq!(
+            requested_ip(&spec(Some("127.96.4.4"), Some(vec!["127.96.3.3"]))),
+            Some("127.96.4.4")
+        );
+        assert_eq!(requested_ip(&spec(None, None)), None);
     }
 
     #[test]
