@@ -46,6 +46,7 @@ pub mod server;
 pub mod storage;
 pub mod table;
 pub mod watch;
+pub mod watch_encode;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

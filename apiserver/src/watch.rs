@@ -16,6 +16,9 @@
 //!
 //! A slow client never blocks writers: the storage hands each watch a bounded buffer and cuts a
 //! watch that falls behind (it then gets the 410 ERROR and relists), as the cacher does (W10).
+//!
+//! Each storage event is encoded once for all its watches, as the cacher's `cachingObject` does
+//! (`watch_encode.rs`); only Table output and objects made for one watch are encoded per watch.
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +31,6 @@ use axum::response::{IntoResponse, Response};
 use futures::{FutureExt, StreamExt};
 use minik_api::{status, ResourceInfo};
 use rand::Rng;
-use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -41,18 +43,11 @@ use crate::handlers::request::ListOptions;
 use crate::handlers::Target;
 use crate::storage::{self, Event, EventType, Record, Revision, Storage, WatchStream};
 use crate::table::{table, Output};
+use crate::watch_encode::{owned_line, LineObject};
 use crate::AppState;
 
 /// Lines buffered between the watch task and the HTTP body.
 const LINE_BUFFER: usize = 64;
-
-/// One line of the stream (borrowing the object, to avoid copying it).
-#[derive(Serialize)]
-struct Line<'a> {
-    #[serde(rename = "type")]
-    event_type: &'a str,
-    object: &'a Value,
-}
 
 /// Everything a running watch needs.
 struct WatchTask {
@@ -133,8 +128,18 @@ pub fn serve_watch(
 }
 
 impl WatchTask {
-    /// Sends one line; false when the client is gone or the server stops.
-    async fn send(&self, event_type: &str, object: &Value) -> bool {
+    /// Sends a storage event's line; false when the client is gone or the server stops. Plain
+    /// JSON output shares the event's one encoding with every other watch.
+    async fn send_event(&self, event_type: &'static str, object: &LineObject<'_>) -> bool {
+        match self.output {
+            Output::Object => self.push(object.line(event_type)).await,
+            Output::Table { .. } => self.send(event_type, object.value()).await,
+        }
+    }
+
+    /// Sends one line encoded for this watch alone (a Table row, a bookmark, an error, an initial
+    /// ADDED); false when the client is gone or the server stops.
+    async fn send(&self, event_type: &'static str, object: &Value) -> bool {
         let converted;
         let object = match self.output {
             Output::Table {
@@ -156,13 +161,13 @@ impl WatchTask {
             }
             _ => object,
         };
-        let mut bytes = match serde_json::to_vec(&Line { event_type, object }) {
-            Ok(bytes) => bytes,
-            Err(_) => return false,
-        };
-        bytes.push(b'\n');
+        self.push(owned_line(event_type, object)).await
+    }
+
+    /// Queues one line for the HTTP body, waiting while the client's buffer is full.
+    async fn push(&self, line: Bytes) -> bool {
         tokio::select! {
-            sent = self.tx.send(Bytes::from(bytes)) => sent.is_ok(),
+            sent = self.tx.send(line) => sent.is_ok(),
             _ = self.shutdown.cancelled() => false,
         }
     }
@@ -292,7 +297,7 @@ async fn deliver(
         Some(Ok(event)) => {
             *last = event.revision;
             match convert(&event, &task.options) {
-                Some((event_type, object)) => task.send(event_type, &object).await,
+                Some((event_type, object)) => task.send_event(event_type, &object).await,
                 None => true,
             }
         }
@@ -323,7 +328,8 @@ async fn bookmark_revision(
 }
 
 /// The event a selector-filtered watch sees for one storage event (kubernetes-rules W4), if any.
-fn convert(event: &Event, options: &ListOptions) -> Option<(&'static str, Value)> {
+/// Its object is the event's own (shared encoding) unless it is the last matching state.
+fn convert<'a>(event: &'a Event, options: &ListOptions) -> Option<(&'static str, LineObject<'a>)> {
     let unfiltered = options.labels.is_empty() && options.fields.is_empty();
     let now = unfiltered || matches(options, &event.object);
     let before = event
@@ -331,9 +337,9 @@ fn convert(event: &Event, options: &ListOptions) -> Option<(&'static str, Value)
         .as_ref()
         .is_some_and(|prev| unfiltered || matches(options, prev));
     match (event.event_type, before, now) {
-        (EventType::Added, _, true) => Some(("ADDED", (*event.object).clone())),
-        (EventType::Modified, true, true) => Some(("MODIFIED", (*event.object).clone())),
-        (EventType::Modified, false, true) => Some(("ADDED", (*event.object).clone())),
+        (EventType::Added, _, true) => Some(("ADDED", LineObject::Shared(event))),
+        (EventType::Modified, true, true) => Some(("MODIFIED", LineObject::Shared(event))),
+        (EventType::Modified, false, true) => Some(("ADDED", LineObject::Shared(event))),
         (EventType::Modified, true, false) => {
             // The last state that matched, stamped with this event's revision (as the cacher does).
             let mut last = event.prev.as_deref().cloned().unwrap_or(Value::Null);
@@ -343,9 +349,9 @@ fn convert(event: &Event, options: &ListOptions) -> Option<(&'static str, Value)
                     Value::String(event.revision.to_string()),
                 );
             }
-            Some(("DELETED", last))
+            Some(("DELETED", LineObject::Owned(last)))
         }
-        (EventType::Deleted, _, true) => Some(("DELETED", (*event.object).clone())),
+        (EventType::Deleted, _, true) => Some(("DELETED", LineObject::Shared(event))),
         _ => None,
     }
 }
@@ -369,25 +375,36 @@ mod tests {
             key: "k".into(),
             object: pod(after, 5),
             prev: Some(pod(before, 4)),
+            encoded: Default::default(),
         }
+    }
+
+    fn selecting(labels: &str) -> ListOptions {
+        ListOptions {
+            labels: LabelSelector::parse(labels).unwrap(),
+            ..Default::default()
+        }
+    }
+
+    fn parse(line: &[u8]) -> Value {
+        assert_eq!(line.last(), Some(&b'\n'), "one event per line");
+        serde_json::from_slice(line).expect("a line is one JSON object")
     }
 
     #[test]
     fn objects_leaving_a_selector_arrive_as_deleted_and_entering_as_added() {
-        let options = ListOptions {
-            labels: LabelSelector::parse("app=web").unwrap(),
-            ..Default::default()
-        };
+        let options = selecting("app=web");
         assert_eq!(
             convert(&modified("web", "web"), &options).unwrap().0,
             "MODIFIED"
         );
-        let (event_type, object) = convert(&modified("web", "db"), &options).unwrap();
+        let left = modified("web", "db");
+        let (event_type, object) = convert(&left, &options).unwrap();
         assert_eq!(
             (
                 event_type,
-                object["metadata"]["labels"]["app"].as_str(),
-                object["metadata"]["resourceVersion"].as_str()
+                object.value()["metadata"]["labels"]["app"].as_str(),
+                object.value()["metadata"]["resourceVersion"].as_str()
             ),
             ("DELETED", Some("web"), Some("5"))
         );
@@ -396,5 +413,43 @@ mod tests {
             "ADDED"
         );
         assert!(convert(&modified("db", "db"), &options).is_none());
+    }
+
+    #[test]
+    fn a_selector_that_turns_modified_into_added_wraps_the_same_shared_object() {
+        let event = modified("db", "web");
+        let (plain_type, plain) = convert(&event, &ListOptions::default()).unwrap();
+        let (selected_type, selected) = convert(&event, &selecting("app=web")).unwrap();
+        let plain_line = plain.line(plain_type);
+        let selected_line = selected.line(selected_type);
+
+        assert_eq!(
+            parse(&plain_line),
+            json!({"type": "MODIFIED", "object": *event.object})
+        );
+        assert_eq!(
+            parse(&selected_line),
+            json!({"type": "ADDED", "object": *event.object})
+        );
+        let object = crate::watch_encode::shared_object(&event);
+        assert!(plain_line.ends_with(&[&object[..], b"}\n"].concat()));
+        assert!(selected_line.ends_with(&[&object[..], b"}\n"].concat()));
+        assert_eq!(
+            crate::watch_encode::shared_object(&event.clone()).as_ptr(),
+            object.as_ptr(),
+            "every watch of the event reads the one encoding"
+        );
+    }
+
+    #[test]
+    fn an_object_leaving_a_selector_is_sent_as_its_last_matching_state() {
+        let event = modified("web", "db");
+        let (event_type, object) = convert(&event, &selecting("app=web")).unwrap();
+        let line = parse(&object.line(event_type));
+        assert_eq!(line["type"], "DELETED");
+        assert_eq!(
+            line["object"]["metadata"],
+            json!({"name": "web", "labels": {"app": "web"}, "resourceVersion": "5"})
+        );
     }
 }

@@ -116,7 +116,13 @@ impl EventLog {
             "events are published in revision order"
         );
         inner.current = event.revision;
-        inner.window.push_back(event.clone());
+        // The window gets its own encoding slot: live watchers share the event's slot, which is
+        // freed once the last of them has sent it, so the window does not keep 10,000 encodings
+        // alive; replays (rarer) share the window's slot among themselves.
+        inner.window.push_back(Event {
+            encoded: Default::default(),
+            ..event.clone()
+        });
         while inner.window.len() > self.capacity {
             inner.window.pop_front();
         }
@@ -238,6 +244,7 @@ mod unit {
             key: key.into(),
             object: Arc::new(json!({})),
             prev: None,
+            encoded: Default::default(),
         }
     }
 

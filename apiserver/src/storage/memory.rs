@@ -83,6 +83,7 @@ impl MemoryStorage {
             key: key.to_string(),
             object: record.value.clone(),
             prev: prev_value,
+            encoded: Default::default(),
         });
         Ok(record)
     }

@@ -13,8 +13,9 @@
 //!
 //! Implementations: `sled.rs` (durable, the default) and `memory.rs` (for handler tests).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde_json::Value;
@@ -99,6 +100,44 @@ pub struct Event {
     /// The state before this write (`None` for a create). Lets a selector-filtered watch turn an
     /// object that stopped matching into DELETED, as Kubernetes' watch cache does.
     pub prev: Option<Arc<Value>>,
+    /// The event encoded for watches, filled by the first watch that sends it and shared by every
+    /// clone (create it empty: `Default::default()`).
+    pub encoded: SharedEncoding,
+}
+
+/// A once-filled slot for bytes every watch of one event can send: clones of an [`Event`] share
+/// it, so with N watchers the event's object is encoded once, not N times. Kubernetes wraps the
+/// objects in its watch cache the same way (`cachingObject`, `pkg/storage/cacher/caching_object.go`).
+/// What the bytes are is the watch layer's business (`watch_encode.rs`); storage only carries them.
+/// Events compare equal whether or not the slot is filled yet.
+#[derive(Clone, Default)]
+pub struct SharedEncoding(Arc<OnceLock<Bytes>>);
+
+impl SharedEncoding {
+    /// The bytes, encoding them with `encode` if no clone of this event has yet.
+    pub fn get_or_init(&self, encode: impl FnOnce() -> Bytes) -> &Bytes {
+        self.0.get_or_init(encode)
+    }
+
+    /// The bytes, if some watch encoded them already.
+    pub fn get(&self) -> Option<&Bytes> {
+        self.0.get()
+    }
+}
+
+impl PartialEq for SharedEncoding {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for SharedEncoding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.get() {
+            Some(bytes) => write!(f, "SharedEncoding({} bytes)", bytes.len()),
+            None => f.write_str("SharedEncoding(empty)"),
+        }
+    }
 }
 
 /// A live watch: the events after the start revision, in revision order, with none missed. It ends

@@ -222,6 +222,7 @@ impl Inner {
             key: key.to_string(),
             object: record.value.clone(),
             prev: prev.map(|p| p.value),
+            encoded: Default::default(),
         });
         Ok(record)
     }
