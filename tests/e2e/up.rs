@@ -204,6 +204,12 @@ async fn down_after_a_kubelet_crash_still_leaves_nothing_behind() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
+    // kill(2) returns before the process is gone: wait until /proc says it died.
+    eventually("the kubelet to die", Duration::from_secs(5), || async {
+        (!procs::is_alive(kubelet)).then_some(())
+    })
+    .await
+    .expect("kubelet dead");
     let (ok, status) = minik(&["status", "--data-dir", &up.data_dir()]).await;
     assert!(
         !ok && status
