@@ -20,16 +20,21 @@
 //! - It spawns the container in its own process group (`process_group(0)`), with exactly the given
 //!   environment, stdin `/dev/null`, stdout/stderr piped into `FILE` in CRI log format
 //!   (`2026-11-22T02:30:00.123456789Z stdout F line`).
-//! - It writes `DIR/pid` and `DIR/started.json` (pid and `/proc` start time, so a later kubelet can
-//!   tell "our" process from a recycled pid), then prints one JSON handshake line on its stdout
-//!   (`{"started":{…}}` or `{"failed":{…}}`) and detaches stdout.
+//! - It writes `DIR/started.json` (pid and `/proc` start time, so a later kubelet can tell "our"
+//!   process from a recycled pid), then prints one JSON handshake line on its stdout
+//!   (`{"started":{…}}` or `{"failed":{…}}`) and detaches stdout and stderr.
+//! - Its stderr, until the handshake, is a pipe the runtime reads if no handshake comes. After
+//!   it, anything the shim has to say goes to `DIR/shim.log`, created only then: a container that
+//!   starts and ends normally costs no file for it (files are created on the start path, see
+//!   `cri/process.rs`).
 //! - It reaps every child until the container's main process exits, then SIGKILLs every remaining
 //!   descendant (also ones that called `setsid()`: they are still below the subreaper) until none
 //!   is left, writes `DIR/exit.json` (`exit_code` = 128 + N after signal N) and exits 0.
 //! - If the program cannot be started it writes `exit.json` with exit code 127 (not found),
 //!   126 (not executable) or 128 (anything else) and a `message`, and exits with that code.
 //!
-//! The kubelet never signals the shim: it signals the container's process group (pid in `DIR/pid`).
+//! The kubelet never signals the shim: it signals the container's process group (`pid` in
+//! `DIR/started.json`).
 //! If the shim itself is SIGKILLed, the exit status is lost (as with containerd, #6570): the runtime
 //! then kills the orphaned group and reports exit code 255.
 //!
@@ -42,7 +47,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use jiff::Timestamp;
 use nix::errno::Errno;
@@ -64,11 +69,9 @@ pub use procfs::{descendants, parse_proc_stat, proc_stat, ProcStat};
 pub const CONFIG_FILE: &str = "config.json";
 /// `DIR/started.json`: a [`StartedRecord`], written by the shim once the process runs.
 pub const STARTED_FILE: &str = "started.json";
-/// `DIR/pid`: the container's pid (also its process group id), as plain text.
-pub const PID_FILE: &str = "pid";
 /// `DIR/exit.json`: an [`ExitRecord`], written by the shim after everything is reaped.
 pub const EXIT_FILE: &str = "exit.json";
-/// `DIR/shim.log`: the shim's own stderr.
+/// `DIR/shim.log`: what the shim had to say after its handshake (absent if nothing).
 pub const SHIM_LOG_FILE: &str = "shim.log";
 
 /// [`ContainerConfig`] as stored in `config.json` (the runtime reads it back after a restart).
@@ -158,6 +161,10 @@ struct Options {
 
 const USAGE: &str = "usage: minik shim --state DIR --log FILE -- ARGV0 [ARGS...]";
 
+/// Set when the handshake is out: the state directory, whose `shim.log` then takes the shim's
+/// messages (its stderr is `/dev/null` from that moment; see [`note`]).
+static HANDSHAKE_SENT: OnceLock<PathBuf> = OnceLock::new();
+
 /// Entry point of `minik shim …`. `args` are the arguments after the word `shim` (a leading
 /// `"shim"` is tolerated). Returns the process exit code.
 pub fn main(args: Vec<String>) -> i32 {
@@ -168,10 +175,12 @@ pub fn main(args: Vec<String>) -> i32 {
             return 2;
         }
     };
+    // A panic after the handshake would otherwise go to /dev/null with the rest of stderr.
+    std::panic::set_hook(Box::new(|info| note(&format!("minik shim: {info}"))));
     match supervise(&opts) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("minik shim: {err}");
+            note(&format!("minik shim: {err}"));
             1
         }
     }
@@ -293,7 +302,7 @@ fn detach() -> io::Result<()> {
     Ok(())
 }
 
-/// Writes `pid` and `started.json`, then tells the waiting runtime.
+/// Writes `started.json` (the pid is in it), then tells the waiting runtime.
 fn record_start(opts: &Options, pid: u32, started_at: Timestamp) -> io::Result<()> {
     let me = std::process::id();
     let started = StartedRecord {
@@ -303,12 +312,11 @@ fn record_start(opts: &Options, pid: u32, started_at: Timestamp) -> io::Result<(
         shim_start_ticks: proc_stat(me).map(|s| s.start_ticks).unwrap_or(0),
         started_at,
     };
-    write_atomic(&opts.state_dir.join(PID_FILE), pid.to_string().as_bytes())?;
     write_atomic(
         &opts.state_dir.join(STARTED_FILE),
         &serde_json::to_vec(&started)?,
     )?;
-    send_handshake(&Handshake::Started(started));
+    send_handshake(opts, &Handshake::Started(started));
     Ok(())
 }
 
@@ -362,7 +370,7 @@ fn report_start_failure(
     failure: StartFailure,
     started_at: Timestamp,
 ) -> io::Result<i32> {
-    eprintln!("minik shim: {}", failure.message);
+    note(&format!("minik shim: {}", failure.message));
     let record = ExitRecord {
         exit_code: failure.exit_code,
         started_at,
@@ -373,20 +381,40 @@ fn report_start_failure(
         &opts.state_dir.join(EXIT_FILE),
         &serde_json::to_vec(&record)?,
     )?;
-    send_handshake(&Handshake::Failed(record));
+    send_handshake(opts, &Handshake::Failed(record));
     Ok(failure.exit_code)
 }
 
-/// Prints the handshake line, then points stdout at /dev/null: the runtime reads one line only,
-/// and the pipe's reader may be gone (kubelet crash) long before the shim ends.
-fn send_handshake(handshake: &Handshake) {
+/// Prints the handshake line, then points stdout and stderr at /dev/null: the runtime reads one
+/// line only, and the pipes' reader may be gone (kubelet crash) long before the shim ends. Later
+/// messages go to `DIR/shim.log` ([`note`]).
+fn send_handshake(opts: &Options, handshake: &Handshake) {
     if let Ok(line) = serde_json::to_string(handshake) {
         let mut out = io::stdout().lock();
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
     }
+    let _ = HANDSHAKE_SENT.set(opts.state_dir.clone());
     if let Ok(null) = File::options().write(true).open("/dev/null") {
         let _ = nix::unistd::dup2_stdout(&null);
+        let _ = nix::unistd::dup2_stderr(&null);
+    }
+}
+
+/// One line of the shim's own: on stderr (the runtime's pipe) until the handshake, appended to
+/// `DIR/shim.log` after it.
+fn note(line: &str) {
+    let Some(dir) = HANDSHAKE_SENT.get() else {
+        eprintln!("{line}");
+        return;
+    };
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(dir.join(SHIM_LOG_FILE));
+    if let Ok(mut file) = file {
+        let _ = writeln!(file, "{line}");
     }
 }
 

@@ -40,6 +40,8 @@ fn main() -> ExitCode {
         a_killed_shim_gives_255_and_takes_its_container_along,
         exec_sync_uses_the_container_env_and_times_out,
         a_missing_program_fails_to_start_with_a_clear_message,
+        a_shim_that_dies_before_its_handshake_fails_the_start_with_its_stderr,
+        a_started_container_has_only_its_config_and_started_record,
         web_image_answers_its_pod_name_and_drains_on_sigterm,
         remove_kills_a_running_container_and_forgets_it,
         no_zombies_are_left_behind,
@@ -307,6 +309,37 @@ async fn exec_sync_uses_the_container_env_and_times_out() {
         .unwrap();
     assert_eq!(missing.exit_code, 127);
     assert_no_zombies();
+}
+
+async fn a_shim_that_dies_before_its_handshake_fails_the_start_with_its_stderr() {
+    let fx = Fixture::new();
+    let broken = fx.tmp.path().join("broken-minik");
+    std::fs::write(&broken, "#!/bin/sh\necho 'shim exploded' >&2\nexit 3\n").unwrap();
+    std::fs::set_permissions(&broken, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let rt = ProcessRuntime::new(fx.tmp.path().join("broken-runtime"), broken).unwrap();
+    let err = rt
+        .start_container(fx.config("doomed", &["sleep", "1000"], &[]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::StartFailed { message, .. }
+            if message == "the shim did not report a start: shim exploded"),
+        "{err}"
+    );
+    assert!(rt.list_containers().is_empty());
+}
+
+async fn a_started_container_has_only_its_config_and_started_record() {
+    let fx = Fixture::new();
+    let id = fx.start(fx.config("quiet", &["sleep", "1000"], &[])).await;
+    let mut files: Vec<String> = std::fs::read_dir(fx.root.join("containers").join(&id))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    // No `pid` (it is in started.json) and no `shim.log` (the shim had nothing to say).
+    assert_eq!(files, ["config.json", "started.json"]);
+    fx.rt.remove_container(&id).await.unwrap();
 }
 
 async fn a_missing_program_fails_to_start_with_a_clear_message() {

@@ -6,11 +6,15 @@
 //! after a restart (the runtime is the source of truth, PLEG relists it).
 //!
 //! On disk, one directory per container under `{root_dir}/containers/{id}/`:
-//! `config.json` (written here), `started.json` + `pid` (written by the shim once the process runs),
-//! `exit.json` (written by the shim after the process and everything it left behind are gone) and
-//! `shim.log` (the shim's stderr). That directory is the whole state: a new `ProcessRuntime` on the
-//! same root (a kubelet restarted even after `kill -9`) lists the same containers with the same
-//! pids. A pid alone is never trusted: the start time in `/proc/PID/stat` must match the one saved.
+//! `config.json` (written here), `started.json` (written by the shim once the process runs: its
+//! pid, which is also the process group id), `exit.json` (written by the shim after the process
+//! and everything it left behind are gone) and `shim.log`, only if the shim had something to say
+//! after its start (until its handshake, the shim's stderr is a pipe read here when the start
+//! fails). Files are few on purpose: each is created on the start path, and creating a file can
+//! cost a noticeable part of a millisecond on some filesystems. That directory is the whole
+//! state: a new `ProcessRuntime` on the same root (a kubelet restarted even after `kill -9`) lists
+//! the same containers with the same pids. A pid alone is never trusted: the start time in
+//! `/proc/PID/stat` must match the one saved.
 //!
 //! Waiting for an exit: a shim we spawned is our child, so a task awaits it (and reaps it, no
 //! zombies). An adopted shim is not our child; we open a pidfd on it (`pidfd_open`, Linux ≥ 5.3)
@@ -157,7 +161,7 @@ impl ProcessRuntime {
             .args(&config.argv);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(fs::File::create(dir.join(shim::SHIM_LOG_FILE))?);
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| {
             fail(format!(
                 "cannot run the shim {}: {e}",
@@ -166,6 +170,8 @@ impl ProcessRuntime {
         })?;
 
         let handshake = read_handshake(&mut child).await;
+        // Read only if no handshake came; after one the shim writes nothing more to it.
+        let stderr = child.stderr.take();
         match handshake {
             Some(Handshake::Started(started)) => {
                 let (tx, rx) = watch::channel(false);
@@ -204,7 +210,7 @@ impl ProcessRuntime {
                         let _ = killpg(Pid::from_raw(started.pid as i32), Signal::SIGKILL);
                     }
                 }
-                let log = fs::read_to_string(dir.join(shim::SHIM_LOG_FILE)).unwrap_or_default();
+                let log = read_stderr(stderr).await;
                 Err(fail(format!(
                     "the shim did not report a start: {}",
                     log.trim()
@@ -407,6 +413,18 @@ async fn read_handshake(child: &mut tokio::process::Child) -> Option<Handshake> 
         Ok(Ok(n)) if n > 0 => serde_json::from_str(&line).ok(),
         _ => None,
     }
+}
+
+/// What a shim that gave no handshake wrote on its stderr (it has ended: the pipe is at EOF).
+async fn read_stderr(stderr: Option<tokio::process::ChildStderr>) -> String {
+    use tokio::io::AsyncReadExt;
+    let Some(stderr) = stderr else {
+        return String::new();
+    };
+    let mut text = String::new();
+    let mut limited = stderr.take(64 * 1024);
+    let _ = tokio::time::timeout(Duration::from_secs(1), limited.read_to_string(&mut text)).await;
+    text
 }
 
 fn status_of(id: &str, record: &Record) -> ContainerStatus {

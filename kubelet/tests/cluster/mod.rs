@@ -185,13 +185,13 @@ impl Drop for TestDir {
             return;
         };
         for entry in entries.flatten() {
-            let pid_file = entry.path().join(minik_kubelet::shim::PID_FILE);
-            let Some(pid) = std::fs::read_to_string(pid_file)
-                .ok()
-                .and_then(|text| text.trim().parse::<i32>().ok())
-            else {
+            let started = entry.path().join(minik_kubelet::shim::STARTED_FILE);
+            let Some(pid) = std::fs::read(started).ok().and_then(|bytes| {
+                serde_json::from_slice::<minik_kubelet::shim::StartedRecord>(&bytes).ok()
+            }) else {
                 continue;
             };
+            let pid = pid.pid as i32;
             // The container is its own process group; an exited one is simply not found.
             let _ = nix::sys::signal::killpg(
                 nix::unistd::Pid::from_raw(pid),
