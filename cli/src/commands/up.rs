@@ -115,10 +115,8 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     std::fs::write(&state_path, serde_json::to_vec_pretty(&cluster.state())?)
         .with_context(|| format!("writing {}", state_path.display()))?;
     std::fs::write(pid_file(&data_dir), format!("{}\n", std::process::id()))?;
-    if !args.no_kubeconfig {
-        write_kubeconfig(&cluster.server_url);
-    }
-    print_ready(&cluster, args.nodes);
+    let context_set = !args.no_kubeconfig && write_kubeconfig(&cluster.server_url);
+    print_ready(&cluster, args.nodes, context_set);
 
     let first = signals.first_token();
     loop {
@@ -165,25 +163,38 @@ fn refuse_if_running(data_dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Merges the kubeconfig context; a failure is only a warning since the cluster itself works.
-fn write_kubeconfig(server: &str) {
+/// Merges the kubeconfig context and says whether it did; a failure is only a warning since the
+/// cluster itself works.
+fn write_kubeconfig(server: &str) -> bool {
     let Some(path) = kubeconfig::default_path() else {
-        return;
+        return false;
     };
     match kubeconfig::write_minik_context(&path, server) {
-        Ok(()) => println!(" ✓ Set kubectl context to \"minik\" in {}", path.display()),
-        Err(err) => eprintln!(" ! not writing the kubeconfig: {err:#}"),
+        Ok(()) => {
+            println!(" ✓ Set kubectl context to \"minik\" in {}", path.display());
+            true
+        }
+        Err(err) => {
+            eprintln!(" ! not writing the kubeconfig: {err:#}");
+            false
+        }
     }
 }
 
-/// The "cluster is ready" banner with next steps.
-fn print_ready(cluster: &RunningCluster, nodes: u8) {
+/// The "cluster is ready" banner with next steps: kubectl as the first one, as kind prints it.
+fn print_ready(cluster: &RunningCluster, nodes: u8, context_set: bool) {
     let seconds = cluster.startup.as_secs_f64();
     println!(
         "\nCluster \"minik\" is ready in {seconds:.1}s: {nodes} node(s), API server {}",
         cluster.server_url
     );
-    println!("\nTry:\n  minik apply -f pod.yaml\n  minik get pods -o wide\n  kubectl --context minik get nodes");
+    // Without the context, kubectl needs the server on its command line.
+    let kubectl = if context_set {
+        "kubectl".to_string()
+    } else {
+        format!("kubectl --server {}", cluster.server_url)
+    };
+    println!("\nTry:\n  {kubectl} get pods\n  minik apply -f pod.yaml\n  minik get pods -o wide");
     println!(
         "\nLogs are in {}. Stop with Ctrl-C or `minik down`.",
         cluster.data_dir.join("logs").display()
