@@ -1,16 +1,19 @@
 //! Real clients against minik: unmodified kubectl 1.32, the Python `kubernetes` client 37.0.2 and
-//! kube-rs 5, each driving a test cluster over the plain-http kubeconfig `minik up` writes.
+//! kube-rs 5, each driving a test cluster over the plain-http kubeconfig `minik up` writes (and,
+//! in `minik_up.rs`, over the very file a real `minik up` merged its context into).
 //!
 //! Kubernetes counterpart: the conformance idea of `test/e2e/kubectl/kubectl.go` (kubectl's own
 //! commands checked on their printed output) and the client libraries' integration suites. What
 //! each client sends and needs, request by request, is `shared/reference/real-clients.md`.
 //! Run `cargo build --workspace --bins` first: containers run the `minik` binary. kubectl and
-//! Python tests skip with a printed notice when the tool is missing (`.ci/run` installs both).
+//! Python tests skip with a notice when the tool is missing on a developer's machine, and fail
+//! under CI (`CI` set), where `.ci/run` provides both.
 
 mod kube_rs; // kube::Api<Pod> and kube::runtime::watcher (list-watch and streaming lists)
 mod kubectl_apply; // apply (client- and server-side), create with protobuf bodies
 mod kubectl_verbs; // get (plain, wide, yaml, -w), describe, wait, delete, logs
 mod minik_get; // `minik get` prints the same server Tables as `kubectl get`
+mod minik_up; // the seeds' kubectl commands against `minik up` and the kubeconfig it merged
 mod python; // the Python client's create / list / watch / patch / delete
 
 /// Shared helpers: clusters, kubeconfigs, running kubectl.

@@ -11,7 +11,9 @@
 //!   it again leaving no process behind;
 //! - [`wait`]: waiting on a watch with a timeout (`wait_for`, `wait_deleted`), never a sleep;
 //! - [`fixtures`]: builders for the objects tests create (`pod("web").port(8080).build()`);
-//! - [`procs`]: reading `/proc`, to prove which processes exist (PIDs kept, nothing left behind).
+//! - [`procs`]: reading `/proc`, to prove which processes exist (PIDs kept, nothing left behind);
+//! - [`up`]: the real `minik up` in the background, as a user runs it (its transcript, its
+//!   kubeconfig, `minik down`).
 //!
 //! `MINIK_E2E_PROCESSES=1` makes process mode the default, so the whole e2e suite can be run
 //! against the real binaries (as rust-analyzer's `RUN_SLOW_TESTS`). `MINIK_BIN` overrides where
@@ -28,6 +30,7 @@ mod component;
 pub mod error;
 pub mod fixtures;
 pub mod procs;
+pub mod up;
 pub mod wait;
 
 pub use cluster::{Cluster, ClusterBuilder, StopReport};
