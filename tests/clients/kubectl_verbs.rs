@@ -64,10 +64,14 @@ async fn kubectl_get_prints_the_server_tables_plain_wide_and_yaml() {
     );
 
     let yaml = kubectl.ok(&["get", "pod", "web", "-o", "yaml"]).await;
-    assert!(
-        yaml.contains("kind: Pod") && yaml.contains("phase: Running"),
-        "{yaml}"
-    );
+    for line in [
+        "kind: Pod",
+        "  nodeName: node-1",
+        "  phase: Running",
+        &format!("  podIP: {ip}"),
+    ] {
+        assert!(yaml.lines().any(|l| l == line), "no {line:?} in:\n{yaml}");
+    }
 
     let services = kubectl.ok(&["get", "svc"]).await;
     assert_eq!(
@@ -121,24 +125,37 @@ async fn kubectl_get_prints_the_server_tables_plain_wide_and_yaml() {
     );
 
     let describe = kubectl.ok(&["describe", "pod", "web"]).await;
-    for expected in [
-        "Name:",
-        "web",
-        "Status:",
-        "Running",
-        "node-1",
-        "Events:",
-        "Scheduled",
-    ] {
-        assert!(
-            describe.contains(expected),
-            "describe lacks {expected:?}:\n{describe}"
-        );
-    }
-    let met = kubectl
-        .ok(&["wait", "--for=condition=Ready", "pod/web", "--timeout=30s"])
-        .await;
-    assert_eq!(met.trim(), "pod/web condition met");
+    let field = |name: &str| {
+        describe
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    assert_eq!(field("Name:"), Some("web"), "{describe}");
+    assert_eq!(field("Status:"), Some("Running"), "{describe}");
+    assert_eq!(field("IP:"), Some(ip.as_str()), "{describe}");
+    // The Events block comes from the events list by involvedObject: the scheduler's and the
+    // kubelet's, each as `Type Reason Age From Message`.
+    let events = describe
+        .split_once("\nEvents:")
+        .map(|(_, events)| events)
+        .unwrap_or_else(|| panic!("no Events block:\n{describe}"));
+    let event = |reason: &str| {
+        events
+            .lines()
+            .find(|l| cells(l).get(1) == Some(&reason))
+            .unwrap_or_else(|| panic!("no {reason} event:\n{describe}"))
+    };
+    let scheduled = event("Scheduled");
+    assert!(
+        cells(scheduled)[0] == "Normal"
+            && scheduled.ends_with("Successfully assigned default/web to node-1"),
+        "{scheduled}"
+    );
+    assert!(
+        cells(event("Started"))[3].starts_with("kubelet"),
+        "{describe}"
+    );
 
     // describe node lists the node's pods with `spec.nodeName=…,status.phase!=Succeeded,…`.
     let node = kubectl.ok(&["describe", "node", "node-1"]).await;
@@ -198,6 +215,46 @@ async fn kubectl_get_watch_streams_rows_until_the_pod_runs() {
         "the watch stays open"
     );
     child.kill().await.expect("stop kubectl");
+    stop_clean(cluster).await;
+}
+
+/// `kubectl wait --for=condition=Ready` on a pod that is not Ready yet: kubectl lists it by
+/// `metadata.name`, then watches until a MODIFIED event carries the Ready condition.
+#[tokio::test]
+async fn kubectl_wait_watches_until_the_pod_is_ready() {
+    let Some(binary) = kubectl_binary() else {
+        return;
+    };
+    let cluster = cluster().await;
+    let kubectl = Kubectl::new(binary, cluster.server_url());
+    // The first readiness probe runs 3 s after the start: Ready comes well after kubectl asks.
+    let probe = "    readinessProbe: {httpGet: {path: /healthz, port: 8080}, initialDelaySeconds: 3, periodSeconds: 1}\n";
+    let manifest = kubectl.manifest("late.yaml", &(pod_yaml("late", "app: late", "") + probe));
+    kubectl
+        .ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+    let waited = kubectl
+        .run(&[
+            "wait",
+            "--for=condition=Ready",
+            "pod/late",
+            "--timeout=60s",
+            "-v=6",
+        ])
+        .await
+        .success();
+    assert_eq!(waited.stdout.trim(), "pod/late condition met");
+    // -v=6 logs each request: the condition came from a watch, not the first GET.
+    let watch = waited
+        .stderr
+        .lines()
+        .find(|l| l.contains("watch=true"))
+        .unwrap_or_else(|| panic!("kubectl never watched:\n{}", waited.stderr));
+    assert!(
+        watch.contains("fieldSelector=metadata.name%3Dlate") && watch.contains("200 OK"),
+        "{watch}"
+    );
+    assert!(pod::is_ready(&cluster.pods().get("late").await.unwrap()));
     stop_clean(cluster).await;
 }
 
