@@ -1,20 +1,27 @@
-//! The Python `kubernetes` client 37.0.2, unmodified: create, list, watch until Running, patch,
-//! delete until DELETED, with every answer decoded into the client's strict pydantic models.
+//! The Python `kubernetes` client 37.0.2, unmodified: create, list, watch until Running, a Service
+//! whose Endpoints are watched until they hold the pod, patch, delete until DELETED, with every
+//! answer decoded into the client's strict pydantic models.
 //!
 //! The script is `tests/clients/python/lifecycle.py`; the interpreter comes from `MINIK_PYTHON`
-//! (`.ci/run` makes a venv with `kubernetes==37.0.2`). Skipped with a notice when it is missing.
+//! (`.ci/run` makes a venv with `kubernetes==37.0.2`). Skipped with a notice when it is missing,
+//! except under CI.
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::support::{cluster, python_binary, stop_clean, Kubectl};
+use crate::support::{python_binary, stop_clean, Kubectl};
 
 #[tokio::test]
 async fn python_client_creates_watches_patches_and_deletes_a_pod() {
     let Some(python) = python_binary() else {
         return;
     };
-    let cluster = cluster().await;
+    // The whole pipeline: the endpoint controller fills the Service's Endpoints.
+    let cluster = minik_tests::Cluster::builder()
+        .nodes(1)
+        .start()
+        .await
+        .expect("start cluster");
     // Only the kubeconfig is used: the same file kubectl reads.
     let config = Kubectl::new("kubectl".into(), cluster.server_url());
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/python/lifecycle.py");

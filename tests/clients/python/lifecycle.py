@@ -38,6 +38,33 @@ def pod_manifest(name):
     }
 
 
+def service_manifest(name):
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"selector": LABELS, "ports": [{"port": 80, "targetPort": 8080}]},
+    }
+
+
+def watch_endpoints(v1, name, ip, timeout):
+    """Streams the Service's Endpoints until `ip` is among their addresses."""
+    stream = watch.Watch()
+    for event in stream.stream(
+        v1.list_namespaced_endpoints,
+        NAMESPACE,
+        field_selector=f"metadata.name={name}",
+        timeout_seconds=timeout,
+    ):
+        endpoints = event["object"]
+        assert isinstance(endpoints, client.V1Endpoints), type(endpoints)
+        addresses = [a.ip for s in endpoints.subsets or [] for a in s.addresses or []]
+        if ip in addresses:
+            stream.stop()
+            return endpoints
+    raise AssertionError(f"watch ended before {ip} was in the Endpoints {name}")
+
+
 def watch_until(v1, name, done, timeout):
     """Streams pod events (no resourceVersion: the server sends synthetic ADDEDs first)."""
     stream = watch.Watch()
@@ -89,12 +116,18 @@ def main():
     assert patched.metadata.labels == {"app": "py", "tier": "front"}, patched.metadata.labels
     step("strategic merge patch applied")
 
+    service = v1.create_namespaced_service(NAMESPACE, service_manifest("py-svc"))
+    assert service.spec.cluster_ip, service.spec
+    endpoints = watch_endpoints(v1, "py-svc", running.status.pod_ip, 30)
+    assert endpoints.subsets[0].ports[0].port == 8080, endpoints.subsets
+    step(f"py-svc ({service.spec.cluster_ip}) has py-web in its Endpoints")
+
     # Every other kind minik serves must deserialize into the client's models too.
     for node in v1.list_node().items:
         assert node.status.conditions, node.status
     v1.list_namespace()
-    v1.list_namespaced_service(NAMESPACE)
-    v1.list_namespaced_endpoints(NAMESPACE)
+    assert [s.metadata.name for s in v1.list_namespaced_service(NAMESPACE).items] == ["py-svc"]
+    assert [e.metadata.name for e in v1.list_namespaced_endpoints(NAMESPACE).items] == ["py-svc"]
     events = v1.list_namespaced_event(NAMESPACE, field_selector="involvedObject.name=py-web")
     assert any(e.reason == "Scheduled" for e in events.items), [e.reason for e in events.items]
     step(f"read nodes, namespaces, services, endpoints and {len(events.items)} events")
@@ -110,6 +143,9 @@ def main():
     except ApiException as error:
         assert error.status == 404, error
     step("read after delete is 404")
+
+    v1.delete_namespaced_service("py-svc", NAMESPACE)
+    step("py-svc deleted")
     print("python client: ok", flush=True)
 
 
