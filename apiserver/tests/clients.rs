@@ -57,15 +57,24 @@ async fn lists_gets_and_watches_answer_tables_when_asked() {
         .send()
         .await
         .unwrap();
-    let mut chunk = response;
-    let first = chunk.chunk().await.unwrap().unwrap();
-    let event: serde_json::Value =
-        serde_json::from_slice(first.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    let mut lines = common::WatchLines::new(response);
+    let event = lines.next().await.expect("an ADDED event");
     assert_eq!(
         (event["type"].as_str(), event["object"]["kind"].as_str()),
         (Some("ADDED"), Some("Table"))
     );
     assert_eq!(event["object"]["rows"][0]["cells"][0], "web");
+    assert_eq!(event["object"]["columnDefinitions"][0]["name"], "Name");
+    // Later events carry one row and no column definitions, as upstream's watchEmbeddedEncoder
+    // sets NoHeaders after the first object.
+    server.post(PODS, &pod("second")).await;
+    let event = lines.next().await.expect("a second ADDED event");
+    assert_eq!(event["object"]["rows"][0]["cells"][0], "second");
+    assert_eq!(
+        event["object"]["columnDefinitions"].as_array().map(Vec::len),
+        Some(0),
+        "{event}"
+    );
     server.stop().await;
 }
 

@@ -151,10 +151,7 @@ impl TestServer {
                 .expect("watch");
         assert_eq!(response.status().as_u16(), 200, "watch {path_and_query}");
         assert_eq!(response.headers()["content-type"], "application/json");
-        WatchLines {
-            response,
-            buffer: Vec::new(),
-        }
+        WatchLines::new(response)
     }
 }
 
@@ -165,6 +162,14 @@ pub struct WatchLines {
 }
 
 impl WatchLines {
+    /// Reads the events of a watch response opened by hand (say, with other headers).
+    pub fn new(response: reqwest::Response) -> Self {
+        WatchLines {
+            response,
+            buffer: Vec::new(),
+        }
+    }
+
     /// The next event, or `None` when the stream ended. Panics after [`TIMEOUT`].
     pub async fn next(&mut self) -> Option<Value> {
         self.next_within(TIMEOUT)
