@@ -206,6 +206,7 @@ pub fn container_config(
             pod.metadata.name.as_deref().unwrap_or_default()
         ),
         name: container.name.clone(),
+        image: container.image.clone().unwrap_or_default(),
         attempt,
         argv,
         env,

@@ -80,6 +80,9 @@ pub struct StoredConfig {
     pub pod_uid: String,
     pub pod_key: String,
     pub name: String,
+    /// Absent in a config written before minik recorded it: "" means unknown.
+    #[serde(default)]
+    pub image: String,
     pub attempt: u32,
     pub argv: Vec<String>,
     pub env: BTreeMap<String, String>,
@@ -93,6 +96,7 @@ impl From<&ContainerConfig> for StoredConfig {
             pod_uid: c.pod_uid.clone(),
             pod_key: c.pod_key.clone(),
             name: c.name.clone(),
+            image: c.image.clone(),
             attempt: c.attempt,
             argv: c.argv.clone(),
             env: c.env.clone(),
@@ -108,6 +112,7 @@ impl From<StoredConfig> for ContainerConfig {
             pod_uid: c.pod_uid,
             pod_key: c.pod_key,
             name: c.name,
+            image: c.image,
             attempt: c.attempt,
             argv: c.argv,
             env: c.env,

@@ -20,6 +20,9 @@
 //!    count starts over.
 //! 5. A running container whose liveness (or startup) probe failed is killed; its exit then
 //!    takes rule 3.
+//! 6. An app container started from another `image` than the spec now names (the one container
+//!    field a pod update may change) is killed, and restarted at once whatever `restartPolicy`
+//!    says: its definition changed, so its exit is no crash.
 //!
 //! minik simplifies: no sandboxes (a pod has no pause container), no sidecars (init containers
 //! with their own `restartPolicy: Always` are treated as ordinary init containers), and image
@@ -126,6 +129,8 @@ pub enum KillReason {
     Startup,
     /// Its postStart hook failed.
     PostStartHook,
+    /// The spec names another image than the one it runs (rule 6).
+    DefinitionChanged,
 }
 
 /// One step for the pod worker.
@@ -231,7 +236,7 @@ fn init_step(
     match latest_attempt(input.containers, &container.name).map(|c| &c.state) {
         Some(ContainerState::Exited { exit_code: 0, .. }) => InitStep::Done,
         Some(ContainerState::Running { .. }) => {
-            kill_if_unhealthy(input, container, out);
+            kill_if_unhealthy(input, container, false, out);
             InitStep::Blocked
         }
         Some(ContainerState::Exited { .. }) => {
@@ -249,15 +254,33 @@ fn init_step(
 }
 
 fn app_step(input: &PlanInput<'_>, container: &Container, policy: &str, out: &mut Vec<Action>) {
-    match latest_attempt(input.containers, &container.name).map(|c| &c.state) {
-        Some(ContainerState::Running { .. }) => kill_if_unhealthy(input, container, out),
-        Some(ContainerState::Exited { exit_code, .. }) => {
-            if should_restart(policy, *exit_code) {
+    let Some(latest) = latest_attempt(input.containers, &container.name) else {
+        return first_start_step(input, container, false, policy, out);
+    };
+    match latest.state {
+        ContainerState::Running { .. } => kill_if_unhealthy(input, container, true, out),
+        // A new definition has no crash behind it: no backoff, and the policy does not apply.
+        ContainerState::Exited { .. } if definition_changed(latest, container) => {
+            out.push(Action::StartContainer {
+                name: container.name.clone(),
+                init: false,
+                attempt: latest.config.attempt + 1,
+            })
+        }
+        ContainerState::Exited { exit_code, .. } => {
+            if should_restart(policy, exit_code) {
                 restart_step(input, container, false, out);
             }
         }
-        None => first_start_step(input, container, false, policy, out),
     }
+}
+
+/// Whether the spec now names another image than the one `attempt` was started from
+/// (upstream's `containerChanged` compares a hash of the whole container spec).
+fn definition_changed(attempt: &ContainerStatus, container: &Container) -> bool {
+    let started_from = &attempt.config.image;
+    // "" is a container adopted from a kubelet that did not record images: unknown, so kept.
+    !started_from.is_empty() && Some(started_from) != container.image.as_ref()
 }
 
 /// `ShouldContainerBeRestarted`: Always restarts everything, OnFailure only non-zero exits.
@@ -269,18 +292,26 @@ pub fn should_restart(policy: &str, exit_code: i32) -> bool {
     }
 }
 
-fn kill_if_unhealthy(input: &PlanInput<'_>, container: &Container, out: &mut Vec<Action>) {
+/// Kills a running container whose probe or hook failed, or (`app`) whose definition changed.
+fn kill_if_unhealthy(
+    input: &PlanInput<'_>,
+    container: &Container,
+    app: bool,
+    out: &mut Vec<Action>,
+) {
     let Some(latest) = latest_attempt(input.containers, &container.name) else {
         return;
     };
     if input.killing.contains(&latest.id) {
         return;
     }
-    if let Some(reason) = input.unhealthy.get(&latest.id) {
+    let changed = app && definition_changed(latest, container);
+    let reason = input.unhealthy.get(&latest.id).copied();
+    if let Some(reason) = reason.or(changed.then_some(KillReason::DefinitionChanged)) {
         out.push(Action::KillContainer {
             id: latest.id.clone(),
             name: container.name.clone(),
-            reason: *reason,
+            reason,
         });
     }
 }

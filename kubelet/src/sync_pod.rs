@@ -279,7 +279,8 @@ impl PodWorker {
         });
     }
 
-    /// Kills a container whose liveness/startup probe or postStart failed, in the background.
+    /// Kills a container whose liveness/startup probe or postStart failed, or whose image
+    /// changed, in the background.
     fn kill_container(&mut self, pod: &Arc<Pod>, id: String, name: &str, reason: KillReason) {
         let Some(spec) = find_container(pod, name) else {
             return;
@@ -294,7 +295,7 @@ impl PodWorker {
                 .startup_probe
                 .as_ref()
                 .and_then(|p| p.termination_grace_period_seconds),
-            KillReason::PostStartHook => None,
+            KillReason::PostStartHook | KillReason::DefinitionChanged => None,
         };
         let spec_grace = pod
             .spec
@@ -309,6 +310,9 @@ impl PodWorker {
                 format!("Container {name} failed startup probe, will be restarted")
             }
             KillReason::PostStartHook => format!("FailedPostStartHook: stopping container {name}"),
+            KillReason::DefinitionChanged => {
+                format!("Container {name} definition changed, will be restarted")
+            }
         };
         info!(pod = %self.key, container = %name, ?reason, "killing unhealthy container");
         let (ctx, pod, pod_ip) = (self.ctx.clone(), pod.clone(), self.pod_ip());

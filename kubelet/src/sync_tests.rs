@@ -159,6 +159,30 @@ fn ten_minutes_of_running_resets_the_backoff() {
 }
 
 #[test]
+fn a_changed_image_kills_the_running_container_then_restarts_it_at_once_whatever_the_policy() {
+    let mut pod = pod(&["web"], "Never");
+    pod.spec.as_mut().unwrap().containers[0].image = Some("nginx:2".into());
+    let kill = Action::KillContainer {
+        id: "uid-1-web-3".into(),
+        name: "web".into(),
+        reason: KillReason::DefinitionChanged,
+    };
+    assert_eq!(plan_at(&pod, &[running("web", 3, 0)], 30), vec![kill]);
+    // Killed a second after a crash loop would have backed off: started at once, as attempt 4.
+    let killed = [exited("web", 3, 0, 30, 137)];
+    assert_eq!(plan_at(&pod, &killed, 31), vec![start("web", false, 4)]);
+}
+
+#[test]
+fn an_adopted_container_with_no_recorded_image_is_left_running() {
+    let mut pod = pod(&["web"], "Always");
+    pod.spec.as_mut().unwrap().containers[0].image = Some("nginx:2".into());
+    let mut adopted = running("web", 0, 0);
+    adopted.config.image.clear();
+    assert!(plan_at(&pod, &[adopted], 30).is_empty());
+}
+
+#[test]
 fn unhealthy_running_container_is_killed_once() {
     let pod = pod(&["web"], "Always");
     let containers = [running("web", 0, 0)];

@@ -88,6 +88,7 @@ fn status(name: &str, attempt: u32, state: ContainerState) -> ContainerStatus {
             pod_uid: "uid-1".into(),
             pod_key: "default/web".into(),
             name: name.into(),
+            image: "nginx".into(),
             attempt,
             argv: vec!["minik".into(), "image".into(), "web".into()],
             env: BTreeMap::new(),

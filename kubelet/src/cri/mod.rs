@@ -50,6 +50,9 @@ pub struct ContainerConfig {
     pub pod_key: String,
     /// The container's name in the pod spec.
     pub name: String,
+    /// The spec's `image` it was started from: a different one in the spec later means its
+    /// definition changed (upstream compares a hash of the whole container spec).
+    pub image: String,
     /// How many times this container was started before (0 for the first start).
     pub attempt: u32,
     /// The exact argv: `argv[0]` is the program (resolved on PATH if it has no `/`).

@@ -111,6 +111,7 @@ impl Fixture {
             pod_uid: "pod-1".into(),
             pod_key: "default/test".into(),
             name: name.into(),
+            image: "busybox".into(),
             attempt: 0,
             argv: argv.iter().map(|s| s.to_string()).collect(),
             env,
