@@ -1,14 +1,17 @@
-//! kubectl 1.32, unmodified, writing objects: `apply` (client-side: create, configure, unchanged;
-//! strict field validation; warnings for fields minik ignores), `apply --server-side` (managed
+//! kubectl 1.32, unmodified, writing objects: `apply` (client-side: create, configure, unchanged,
+//! a new image the kubelet restarts the container with; strict field validation; warnings for fields minik ignores), `apply --server-side` (managed
 //! fields, conflicts, force) and the typed `create namespace` / `create service` commands, which
 //! send protobuf bodies.
 //!
 //! Each test writes a kubeconfig for its cluster (real-clients.md §1.1) and runs `/usr/bin/kubectl`
 //! with a private `--cache-dir`, so discovery is fetched fresh. Skipped with a notice when kubectl
-//! is not installed (`.ci/run` installs it).
+//! is not installed, except under CI.
+
+use minik_api::core::Pod;
+use minik_tests::wait::{pod, wait_for};
 
 use crate::support::{
-    cells, cluster, kubectl_binary, line_of, pod_yaml, stop_clean, Kubectl, SERVICE_YAML,
+    cells, cluster, kubectl_binary, line_of, pod_yaml, stop_clean, Kubectl, RUNNING, SERVICE_YAML,
 };
 
 #[tokio::test]
@@ -61,6 +64,38 @@ async fn kubectl_apply_creates_configures_leaves_unchanged_and_validates_strictl
         .labels
         .unwrap_or_default();
     assert_eq!(labels.get("tier").map(String::as_str), Some("front"));
+
+    // A new image is the one container change a pod takes: kubectl sends a strategic merge patch
+    // with `$setElementOrder/containers`, and the kubelet restarts the container from it.
+    kubectl.manifest(
+        "pod.yaml",
+        &pod_yaml("web", "app: web, tier: front", security)
+            .replace("image: nginx", "image: minik/web"),
+    );
+    let changed = kubectl.run(&["apply", "-f", file, "-v=8"]).await.success();
+    assert_eq!(changed.stdout.trim(), "pod/web configured");
+    // -v=8 logs the request body as an escaped string.
+    assert!(
+        changed
+            .stderr
+            .contains(r#"\"$setElementOrder/containers\":[{\"name\":\"web\"}]"#),
+        "{changed:#?}"
+    );
+    let restarted = |pod: &Pod| {
+        pod::is_running(pod)
+            && pod
+                .status
+                .iter()
+                .flat_map(|s| s.container_statuses.iter().flatten())
+                .any(|c| {
+                    c.image == "minik/web"
+                        && c.restart_count == 1
+                        && c.state.as_ref().is_some_and(|s| s.running.is_some())
+                })
+    };
+    wait_for(&cluster.pods(), "web", restarted, RUNNING)
+        .await
+        .expect("the container restarted with its new image");
 
     // A Service minik implements entirely is created without a word; a NodePort one is told
     // that nothing listens on the nodes.
