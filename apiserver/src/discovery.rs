@@ -14,7 +14,7 @@ use minik_api::status;
 use serde_json::{json, Value};
 
 use crate::error::{json_response, ApiError, ApiResult};
-use crate::AppState;
+use crate::{handlers, AppState};
 
 /// The version minik reports: kubectl 1.32 is the reference client.
 pub const GIT_VERSION: &str = "v1.32.0-minik";
@@ -84,9 +84,14 @@ const ALL_VERBS: &[&str] = &[
 ];
 
 fn resource_entry(info: &ResourceInfo) -> Value {
+    let verbs: Vec<&str> = ALL_VERBS
+        .iter()
+        .copied()
+        .filter(|v| *v != "deletecollection" || handlers::has_delete_collection(info.kind))
+        .collect();
     let mut entry = json!({
         "name": info.plural, "singularName": info.singular, "namespaced": info.namespaced,
-        "kind": info.kind, "verbs": ALL_VERBS,
+        "kind": info.kind, "verbs": verbs,
     });
     if !info.short_names.is_empty() {
         entry["shortNames"] = json!(info.short_names);
@@ -176,6 +181,15 @@ mod tests {
         assert_eq!(sub("endpoints").unwrap()["singularName"], "endpoints");
         let nodes = resources.iter().find(|r| r["name"] == "nodes").unwrap();
         assert_eq!(nodes["namespaced"], false);
+        assert!(nodes["verbs"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("deletecollection")));
+        let namespaces = sub("namespaces").unwrap();
+        assert_eq!(
+            namespaces["verbs"],
+            json!(["create", "delete", "get", "list", "patch", "update", "watch"])
+        );
         assert!(resources.iter().all(|r| r["name"] != "leases"));
     }
 }

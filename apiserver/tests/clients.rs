@@ -71,7 +71,9 @@ async fn lists_gets_and_watches_answer_tables_when_asked() {
     let event = lines.next().await.expect("a second ADDED event");
     assert_eq!(event["object"]["rows"][0]["cells"][0], "second");
     assert_eq!(
-        event["object"]["columnDefinitions"].as_array().map(Vec::len),
+        event["object"]["columnDefinitions"]
+            .as_array()
+            .map(Vec::len),
         Some(0),
         "{event}"
     );

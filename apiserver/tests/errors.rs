@@ -136,6 +136,10 @@ async fn unknown_paths_and_verbs_get_status_answers() {
     assert_status(code, &body, 405, "MethodNotAllowed");
     let (code, body) = server.send(server.http.post(server.url("/version"))).await;
     assert_status(code, &body, 405, "MethodNotAllowed");
+    // No deletecollection on namespaces, as upstream: every namespace is still there after it.
+    let (code, body) = server.delete("/api/v1/namespaces", None).await;
+    assert_status(code, &body, 405, "MethodNotAllowed");
+    assert_eq!(server.get("/api/v1/namespaces/default").await.0, 200);
     let (code, body) = server.get(&format!("{PODS}?limit=abc")).await;
     assert_status(code, &body, 400, "BadRequest");
     let (code, body) = server

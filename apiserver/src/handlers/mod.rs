@@ -261,12 +261,20 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
         (&Method::PATCH, true, None) => write::patch(state, &request).await,
         (&Method::PATCH, true, Some(_)) if status_ok => write::patch(state, &request).await,
         (&Method::DELETE, true, None) => delete::delete(state, &request).await,
-        (&Method::DELETE, false, None) => delete::delete_collection(state, &request).await,
+        (&Method::DELETE, false, None) if has_delete_collection(kind) => {
+            delete::delete_collection(state, &request).await
+        }
         _ => Err(status::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({method})"
         ))
         .into()),
     }
+}
+
+/// Whether `DELETE` on the collection is served: upstream's namespace storage has no
+/// deletecollection (one request must not be able to delete every namespace), so it is a 405.
+pub fn has_delete_collection(kind: &str) -> bool {
+    kind != "Namespace"
 }
 
 /// The subresources a kind has: `status` for kinds with a status, `binding` and `log` for pods.
