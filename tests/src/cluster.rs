@@ -192,24 +192,10 @@ impl Cluster {
                     .push((component.name.clone(), error));
             }
         }
-        // Processes exit asynchronously after their group is killed: give the kernel a moment
-        // before calling anything a leftover.
-        let dir = self.dir.path().to_path_buf();
-        let settled = wait::eventually(
-            "the cluster's processes to exit",
-            Duration::from_secs(3),
-            || {
-                let live: Vec<ProcInfo> = procs::related_to(&dir)
-                    .into_iter()
-                    .filter(|p| p.state != 'Z')
-                    .collect();
-                async move { live.is_empty().then_some(()) }
-            },
-        )
-        .await;
-        if settled.is_err() {
-            report.leftovers = procs::related_to(&dir);
-            procs::kill_all(&report.leftovers);
+        // Give the kernel a moment before calling anything a leftover.
+        if let Err(leftovers) = procs::settled(self.dir.path(), Duration::from_secs(3)).await {
+            procs::kill_all(&leftovers);
+            report.leftovers = leftovers;
         }
         Ok(report)
     }

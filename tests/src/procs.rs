@@ -68,6 +68,17 @@ pub fn is_alive(pid: u32) -> bool {
     read(pid).is_some_and(|p| p.state != 'Z')
 }
 
+/// Waits up to `timeout` until no live process belongs to the cluster in `dir` (processes exit
+/// asynchronously after their group is killed); `Err` holds what is still there then.
+pub async fn settled(dir: &Path, timeout: std::time::Duration) -> Result<(), Vec<ProcInfo>> {
+    let gone = crate::wait::eventually("the cluster's processes to exit", timeout, || {
+        let live = related_to(dir).iter().any(|p| p.state != 'Z');
+        async move { (!live).then_some(()) }
+    })
+    .await;
+    gone.map_err(|_| related_to(dir))
+}
+
 /// The processes that belong to the cluster living in `dir` (see the module doc), this test
 /// process excluded, zombies included.
 pub fn related_to(dir: &Path) -> Vec<ProcInfo> {

@@ -15,7 +15,6 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::cluster::minik_binary;
 use crate::procs;
-use crate::wait::eventually;
 
 /// Runs `minik ARGS…` to completion; returns (exit success, stdout + stderr).
 pub async fn minik(args: &[&str]) -> (bool, String) {
@@ -158,19 +157,7 @@ impl Up {
             !ok,
             "status exits non-zero once the cluster is down:\n{status}"
         );
-        let dir = self.data.path().to_path_buf();
-        let left = eventually(
-            "the cluster's processes to be gone",
-            Duration::from_secs(3),
-            || {
-                let left: Vec<_> = procs::related_to(&dir)
-                    .into_iter()
-                    .filter(|p| p.state != 'Z')
-                    .collect();
-                async move { left.is_empty().then_some(()) }
-            },
-        )
-        .await;
-        assert!(left.is_ok(), "left behind: {:#?}", procs::related_to(&dir));
+        let settled = procs::settled(self.data.path(), Duration::from_secs(3)).await;
+        assert_eq!(settled, Ok(()), "nothing of the cluster is left behind");
     }
 }
