@@ -39,6 +39,8 @@ pub struct Up {
     pub listen: String,
     /// What `up` printed on stdout until its "is ready" line.
     pub transcript: Vec<String>,
+    /// Set once [`Up::down`] has stopped the cluster.
+    downed: bool,
 }
 
 impl Up {
@@ -111,6 +113,7 @@ impl Up {
             data,
             listen,
             transcript,
+            downed: false,
         }
     }
 
@@ -158,6 +161,36 @@ impl Up {
             "status exits non-zero once the cluster is down:\n{status}"
         );
         let settled = procs::settled(self.data.path(), Duration::from_secs(3)).await;
+        // Left over processes are the drop's to kill.
+        self.downed = settled.is_ok();
         assert_eq!(settled, Ok(()), "nothing of the cluster is left behind");
+    }
+}
+
+impl Drop for Up {
+    /// A test that failed before [`Up::down`] still leaves nothing running. Killing `minik up`
+    /// alone would orphan its components, so it gets SIGTERM (its Ctrl-C: stop the pods, then
+    /// the components); whatever of the cluster is still there after 10 s is killed.
+    fn drop(&mut self) {
+        if self.downed {
+            return;
+        }
+        if let Some(pid) = self.child.id() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        // A drop cannot await: poll /proc, which no watch can tell about, as `eventually` does.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let running = || {
+            procs::related_to(self.data.path())
+                .iter()
+                .any(|p| p.state != 'Z')
+        };
+        while running() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        procs::kill_all(&procs::related_to(self.data.path()));
     }
 }
