@@ -192,12 +192,17 @@ async fn kubectl_apply_strategic_patch_and_server_side_apply() {
         .body(relabel);
     let (code, refused) = server.send(request).await;
     assert_eq!(code, 422, "{refused}");
-    // Without fieldManager, apply is refused.
+    // Without fieldManager, apply is refused: upstream validates the PatchOptions (422).
     let request = server
         .http
         .patch(server.url(&format!("{PODS}/ssa")))
         .header("content-type", "application/apply-patch+yaml")
         .body(relabel);
-    assert_eq!(server.send(request).await.0, 400);
+    let (code, refused) = server.send(request).await;
+    assert_eq!(
+        (code, &refused["details"]["causes"][0]["field"]),
+        (422, &json!("fieldManager")),
+        "{refused}"
+    );
     server.stop().await;
 }

@@ -39,7 +39,14 @@ fn apply_without_field_manager_is_refused() {
         &Options::default(),
     );
     assert_eq!(result, Err(Error::MissingFieldManager));
-    assert_eq!(Error::MissingFieldManager.to_status().code, Some(400));
+    let status = Error::MissingFieldManager.to_status();
+    assert_eq!(
+        (status.code, status.message.as_deref()),
+        (
+            Some(422),
+            Some("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")
+        )
+    );
 }
 
 #[test]

@@ -32,8 +32,8 @@ pub enum Error {
     /// The patch is well formed but cannot apply to this object (422 Invalid upstream).
     #[error("{0}")]
     Invalid(String),
-    /// Server-side apply without `fieldManager` (400).
-    #[error("PATCH requests with apply content type require fieldManager")]
+    /// Server-side apply without `fieldManager` (422: upstream validates the PatchOptions).
+    #[error("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")]
     MissingFieldManager,
     /// Server-side apply would take fields another applier owns (409 Conflict).
     #[error("{message}")]
@@ -53,7 +53,20 @@ impl Error {
     pub fn to_status(&self) -> Status {
         match self {
             Error::BadPatch(message) => status::bad_request(message.clone()),
-            Error::MissingFieldManager => status::bad_request(self.to_string()),
+            Error::MissingFieldManager => {
+                let cause = status::cause(
+                    "fieldManager",
+                    "FieldValueRequired",
+                    "Required value: is required for apply patch",
+                );
+                let mut invalid = status::invalid("PatchOptions.meta.k8s.io", "", vec![cause]);
+                if let Some(details) = invalid.details.as_mut() {
+                    details.group = Some("meta.k8s.io".into());
+                    details.kind = Some("PatchOptions".into());
+                    details.name = None;
+                }
+                invalid
+            }
             Error::Invalid(message) => status::failure(422, "Invalid", message.clone()),
             Error::Conflict { message, conflicts } => {
                 let mut answer = status::failure(409, "Conflict", message.clone());
