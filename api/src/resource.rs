@@ -2,7 +2,8 @@
 //!
 //! Kubernetes counterpart: the `APIResource` entries of discovery (`GET /api/v1`), which is where
 //! kubectl learns that `po` means pods and that nodes are cluster-scoped. minik serves only the
-//! core/v1 kinds its pipeline needs (plus coordination.k8s.io Leases for node heartbeats).
+//! core/v1 kinds its pipeline needs, plus coordination.k8s.io Leases (node heartbeats) and
+//! discovery.k8s.io EndpointSlices (what `kubectl describe service` reads a Service's endpoints from).
 
 /// What minik knows about one kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +98,14 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &[],
         namespaced: true,
         api_version: "coordination.k8s.io/v1",
+    },
+    ResourceInfo {
+        kind: "EndpointSlice",
+        plural: "endpointslices",
+        singular: "endpointslice",
+        short_names: &[],
+        namespaced: true,
+        api_version: "discovery.k8s.io/v1",
     },
 ];
 

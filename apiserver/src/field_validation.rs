@@ -26,6 +26,7 @@ use axum::http::HeaderValue;
 use axum::response::Response;
 use minik_api::core::{Endpoints, Event, Namespace, Node, Pod, Service};
 use minik_api::k8s_openapi::api::coordination::v1::Lease;
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
@@ -94,6 +95,7 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         "Node" => ignored_by::<Node>(value),
         "Namespace" => ignored_by::<Namespace>(value),
         "Lease" => ignored_by::<Lease>(value),
+        "EndpointSlice" => ignored_by::<EndpointSlice>(value),
         _ => Vec::new(),
     }
 }

@@ -97,6 +97,13 @@ pub fn columns(kind: &str) -> Vec<Column> {
         ],
         "Namespace" => &[("Name", 0), ("Status", 0), ("Age", 0)],
         "Lease" => &[("Name", 0), ("Holder", 0), ("Age", 0)],
+        "EndpointSlice" => &[
+            ("Name", 0),
+            ("AddressType", 0),
+            ("Ports", 0),
+            ("Endpoints", 0),
+            ("Age", 0),
+        ],
         _ => &[("Name", 0), ("Age", 0)],
     };
     spec.iter()
@@ -130,6 +137,7 @@ pub fn full_cells(
         "Event" => cluster::event_row(&typed(object)?, true, now),
         "Namespace" => cluster::namespace_row(&typed(object)?, now),
         "Lease" => cluster::lease_row(&typed(object)?, now),
+        "EndpointSlice" => service::endpoint_slice_row(&typed(object)?, now),
         _ => {
             let created = object
                 .pointer("/metadata/creationTimestamp")
@@ -277,6 +285,10 @@ mod tests {
         assert_eq!(
             kind_prefix(lookup("lease").unwrap()),
             "lease.coordination.k8s.io"
+        );
+        assert_eq!(
+            kind_prefix(lookup("endpointslices").unwrap()),
+            "endpointslice.discovery.k8s.io"
         );
         assert_eq!(
             labels_of(&json!({"metadata": {"labels": {"tier": "front", "app": "web"}}})),

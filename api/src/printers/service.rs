@@ -1,11 +1,14 @@
-//! The rows of `get services` and `get endpoints`.
+//! The rows of `get services`, `get endpoints` and `get endpointslices`.
 //!
-//! Kubernetes counterpart: `printService` and `printEndpoints` / `formatEndpoints` in
-//! `pkg/printers/internalversion/printers.go`. An Endpoints cell lists at most three `ip:port` pairs,
-//! then `+ N more...`, and only ready addresses: a pod in `notReadyAddresses` receives no traffic,
-//! so it is not shown.
+//! Kubernetes counterpart: `printService`, `printEndpoints` / `formatEndpoints` and
+//! `printEndpointSlice` in `pkg/printers/internalversion/printers.go`. An Endpoints cell lists at
+//! most three `ip:port` pairs, then `+ N more...`, and only ready addresses: a pod in
+//! `notReadyAddresses` receives no traffic, so it is not shown. A slice lists its ports and its
+//! addresses apart, ready or not, three of each at most.
 
 use jiff::Timestamp;
+
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use crate::core::{Endpoints, Service};
 
@@ -158,6 +161,44 @@ pub fn format_endpoints(endpoints: &Endpoints) -> String {
     cell
 }
 
+/// NAME ADDRESSTYPE PORTS ENDPOINTS AGE.
+pub fn endpoint_slice_row(slice: &EndpointSlice, now: Timestamp) -> Vec<String> {
+    let ports = slice
+        .ports
+        .iter()
+        .flatten()
+        .map(|port| match (port.port, &port.name) {
+            (Some(number), _) => number.to_string(),
+            (None, Some(name)) => name.clone(),
+            (None, None) => "*".to_string(),
+        });
+    let addresses = slice
+        .endpoints
+        .iter()
+        .flat_map(|e| e.addresses.iter().cloned());
+    vec![
+        slice.metadata.name.clone().unwrap_or_default(),
+        slice.address_type.clone(),
+        list_with_more(ports),
+        list_with_more(addresses),
+        age(slice.metadata.creation_timestamp.as_ref().map(|t| t.0), now),
+    ]
+}
+
+/// Upstream's `listWithMoreString`: three items, `+ N more...`, or `<unset>` for none.
+fn list_with_more(items: impl Iterator<Item = String>) -> String {
+    const MAX: usize = 3;
+    let items: Vec<String> = items.collect();
+    if items.is_empty() {
+        return "<unset>".to_string();
+    }
+    let mut cell = items[..items.len().min(MAX)].join(",");
+    if items.len() > MAX {
+        cell.push_str(&format!(" + {} more...", items.len() - MAX));
+    }
+    cell
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,5 +261,39 @@ mod tests {
         );
         let empty: Endpoints = serde_json::from_value(json!({"metadata": {"name": "web"}, "subsets": [{"notReadyAddresses": [{"ip": "127.244.1.9"}], "ports": [{"port": 8080}]}]})).unwrap();
         assert_eq!(format_endpoints(&empty), "<none>");
+    }
+
+    #[test]
+    fn endpoint_slices_list_ports_and_every_address_up_to_three() {
+        let slice: EndpointSlice = serde_json::from_value(json!({
+            "metadata": {"name": "web", "creationTimestamp": "2026-11-22T02:04:00Z"},
+            "addressType": "IPv4",
+            "ports": [{"port": 8080, "name": "http"}, {"name": "metrics"}],
+            "endpoints": [
+                {"addresses": ["127.244.1.2"], "conditions": {"ready": true}},
+                {"addresses": ["127.244.1.3"], "conditions": {"ready": false}},
+                {"addresses": ["127.244.2.2"]},
+                {"addresses": ["127.244.2.3"]},
+            ],
+        }))
+        .unwrap();
+        assert_eq!(
+            endpoint_slice_row(&slice, now()),
+            [
+                "web",
+                "IPv4",
+                "8080,metrics",
+                "127.244.1.2,127.244.1.3,127.244.2.2 + 1 more...",
+                "60s"
+            ]
+        );
+        let empty: EndpointSlice = serde_json::from_value(
+            json!({"metadata": {"name": "web"}, "addressType": "IPv4", "endpoints": []}),
+        )
+        .unwrap();
+        assert_eq!(
+            endpoint_slice_row(&empty, now())[2..4],
+            ["<unset>", "<unset>"]
+        );
     }
 }
