@@ -17,7 +17,7 @@
 //!
 //! An object over 1000 addresses is truncated and annotated as upstream ([`crate::capacity`]).
 //!
-//! minik simplifies: no `EndpointSlice` mirroring, no trigger-time tracking per pod.
+//! minik simplifies: no trigger-time tracking per pod. EndpointSlices are `mirroring.rs`'s.
 
 use std::collections::BTreeMap;
 

@@ -13,13 +13,18 @@
 //! 5. record the change: a log line with counts, the `last-change-trigger-time` annotation, and an
 //!    Event per pod that entered or left the ready addresses ([`writes`]).
 //!
-//! minik simplifies: legacy Endpoints only (no EndpointSlices), no leader election.
+//! Beside it runs the EndpointSlice mirroring controller ([`mirroring`]): one slice per Endpoints
+//! object, which is what `kubectl describe service` reads.
+//!
+//! minik simplifies: slices are mirrored from the Endpoints rather than computed from pods by a
+//! controller of their own; no leader election.
 //! Read next: [`endpoints`], the rules of who is in and who is out.
 
 pub mod capacity;
 pub mod controller;
 pub mod endpoints;
 pub mod handlers;
+pub mod mirroring;
 pub mod queue;
 pub mod workers;
 pub mod writes;
@@ -28,6 +33,7 @@ pub mod writes;
 mod testing;
 
 use minik_api::core::{Endpoints, Pod, Service};
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_client::{watcher, Api, Client, ListParams};
 use tokio_util::sync::CancellationToken;
 
@@ -90,7 +96,21 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let pods = watcher(Api::<Pod>::all(client.clone()), ListParams::default());
     let services = watcher(Api::<Service>::all(client.clone()), ListParams::default());
     let endpoints = watcher(Api::<Endpoints>::all(client.clone()), ListParams::default());
+    let mirrored = watcher(Api::<Endpoints>::all(client.clone()), ListParams::default());
+    let slices = watcher(
+        Api::<EndpointSlice>::all(client.clone()),
+        ListParams::default(),
+    );
     let writes = writes::ApiWrites::new(client);
-    workers::run_controller(writes, pods, services, endpoints, config.workers, shutdown).await;
+    let endpoints_controller = workers::run_controller(
+        writes.clone(),
+        pods,
+        services,
+        endpoints,
+        config.workers,
+        shutdown.clone(),
+    );
+    let mirroring = workers::run_mirroring(writes, mirrored, slices, config.workers, shutdown);
+    tokio::join!(endpoints_controller, mirroring);
     Ok(())
 }

@@ -12,12 +12,21 @@
 //!
 //! Workers start only once all three stores have listed: syncing earlier could see an empty
 //! Service store and delete every Endpoints in the cluster.
+//!
+//! The mirroring controller (`mirroring.rs`) runs the same loop over two informers:
+//!
+//! ```text
+//!  endpoints watch     ─► reflector ─► endpoints store ─┐
+//!  endpointslice watch ─► reflector ─► slice store     ─┴─► WorkQueue ─► worker × N ─► sync_endpoints
+//! ```
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use minik_api::core::{Endpoints, Pod, Service};
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::ObjectKey;
 use minik_client::store::store;
 use minik_client::{reflector, Event, Store};
@@ -27,11 +36,30 @@ use tracing::{debug, info, warn};
 
 use crate::controller::EndpointsController;
 use crate::handlers::{endpoints_keys, PodHandler, ServiceHandler};
+use crate::mirroring::{endpoints_events_keys, slice_events_keys, MirroringController};
 use crate::queue::WorkQueue;
-use crate::writes::EndpointsWrites;
+use crate::writes::{EndpointsWrites, SliceWrites};
 
 /// A key that failed this many syncs in a row is dropped until its next event (upstream value).
 pub const MAX_RETRIES: u32 = 15;
+
+/// A controller whose workers reconcile one key at a time.
+pub trait SyncKey: Send + Sync + 'static {
+    /// Reconciles `key` from the stores; an error puts the key back after a backoff.
+    fn sync(&self, key: &ObjectKey) -> impl Future<Output = minik_client::Result<()>> + Send;
+}
+
+impl<W: EndpointsWrites> SyncKey for EndpointsController<W> {
+    fn sync(&self, key: &ObjectKey) -> impl Future<Output = minik_client::Result<()>> + Send {
+        self.sync_service(key)
+    }
+}
+
+impl<W: SliceWrites> SyncKey for MirroringController<W> {
+    fn sync(&self, key: &ObjectKey) -> impl Future<Output = minik_client::Result<()>> + Send {
+        self.sync_endpoints(key)
+    }
+}
 
 /// Runs the controller on the given watcher streams until `shutdown`; returns once every task ended.
 pub async fn run_controller<W, P, S, E>(
@@ -87,15 +115,86 @@ pub async fn run_controller<W, P, S, E>(
         endpoints_store,
         writes,
     ));
-    let stores_ready = wait_until_ready(
-        &controller.services,
-        &controller.pods,
-        &controller.endpoints,
-    );
+    let ready = {
+        let controller = controller.clone();
+        async move {
+            wait_until_ready(
+                &controller.services,
+                &controller.pods,
+                &controller.endpoints,
+            )
+            .await;
+            info!(
+                services = controller.services.len(),
+                pods = controller.pods.len(),
+                "ready"
+            );
+        }
+    };
+    serve(controller, queue, tasks, ready, workers, shutdown).await;
+}
+
+/// Runs the mirroring controller on Endpoints and EndpointSlice watcher streams until `shutdown`.
+pub async fn run_mirroring<W, E, S>(
+    writes: W,
+    endpoints: E,
+    slices: S,
+    workers: usize,
+    shutdown: CancellationToken,
+) where
+    W: SliceWrites,
+    E: Stream<Item = minik_client::Result<Event<Endpoints>>> + Send + 'static,
+    S: Stream<Item = minik_client::Result<Event<EndpointSlice>>> + Send + 'static,
+{
+    let (endpoints_store, endpoints_writer) = store();
+    let (slice_store, slice_writer) = store();
+    let queue = Arc::new(WorkQueue::new());
+    let tasks = TaskTracker::new();
+    let endpoints_events = reflector(endpoints_writer, endpoints);
+    tasks.spawn(informer(
+        "endpoints",
+        endpoints_events,
+        queue.clone(),
+        shutdown.clone(),
+        endpoints_events_keys,
+    ));
+    let slice_events = reflector(slice_writer, slices);
+    tasks.spawn(informer(
+        "endpointslices",
+        slice_events,
+        queue.clone(),
+        shutdown.clone(),
+        slice_events_keys,
+    ));
+    let controller = Arc::new(MirroringController::new(
+        endpoints_store,
+        slice_store,
+        writes,
+    ));
+    let ready = {
+        let controller = controller.clone();
+        async move {
+            controller.endpoints.wait_until_ready().await;
+            controller.slices.wait_until_ready().await;
+            info!(endpoints = controller.endpoints.len(), "mirroring ready");
+        }
+    };
+    serve(controller, queue, tasks, ready, workers, shutdown).await;
+}
+
+/// Starts the workers once `ready` (every store listed), then waits for `shutdown` and for every
+/// task to end.
+async fn serve<C: SyncKey>(
+    controller: Arc<C>,
+    queue: Arc<WorkQueue>,
+    tasks: TaskTracker,
+    ready: impl Future<Output = ()>,
+    workers: usize,
+    shutdown: CancellationToken,
+) {
     tokio::select! {
         _ = shutdown.cancelled() => {}
-        _ = stores_ready => {
-            info!(services = controller.services.len(), pods = controller.pods.len(), "ready");
+        _ = ready => {
             for _ in 0..workers.max(1) {
                 tasks.spawn(worker(controller.clone(), queue.clone(), tasks.clone(), shutdown.clone()));
             }
@@ -147,8 +246,8 @@ async fn informer<K, St, F>(
 }
 
 /// Takes keys off the queue and syncs them, one at a time, until shutdown.
-async fn worker<W: EndpointsWrites>(
-    controller: Arc<EndpointsController<W>>,
+async fn worker<C: SyncKey>(
+    controller: Arc<C>,
     queue: Arc<WorkQueue>,
     tasks: TaskTracker,
     shutdown: CancellationToken,
@@ -163,7 +262,7 @@ async fn worker<W: EndpointsWrites>(
         };
         let result = tokio::select! {
             _ = shutdown.cancelled() => break,
-            result = controller.sync_service(&key) => result,
+            result = controller.sync(&key) => result,
         };
         match result {
             Ok(()) => queue.forget(&key),

@@ -1,4 +1,5 @@
-//! Everything the endpoints controller writes, behind a small trait so sync tests can record it.
+//! Everything the endpoints and mirroring controllers write, behind small traits so sync tests can
+//! record it.
 //!
 //! Kubernetes counterpart: the `client.CoreV1().Endpoints(ns).Create/Update/Delete` calls in
 //! `endpoints_controller.go`, and its event recorder. Upstream's tests point the client at a fake
@@ -7,6 +8,7 @@
 use std::future::Future;
 
 use minik_api::core::{Endpoints, Service};
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_client::events::{object_reference, Recorder};
 use minik_client::{Api, Client, DeleteParams};
 
@@ -40,6 +42,26 @@ pub trait EndpointsWrites: Send + Sync + 'static {
     ) -> impl Future<Output = minik_client::Result<()>> + Send;
 }
 
+/// The mirroring controller's writes (`mirroring.rs`).
+pub trait SliceWrites: Send + Sync + 'static {
+    /// Creates an EndpointSlice.
+    fn create_slice(
+        &self,
+        slice: &EndpointSlice,
+    ) -> impl Future<Output = minik_client::Result<EndpointSlice>> + Send;
+    /// Replaces an EndpointSlice (its `resourceVersion` guards against lost updates).
+    fn replace_slice(
+        &self,
+        slice: &EndpointSlice,
+    ) -> impl Future<Output = minik_client::Result<EndpointSlice>> + Send;
+    /// Deletes the EndpointSlice `namespace/name`.
+    fn delete_slice(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = minik_client::Result<()>> + Send;
+}
+
 /// The real writes, through the apiserver.
 #[derive(Clone, Debug)]
 pub struct ApiWrites {
@@ -56,6 +78,11 @@ impl ApiWrites {
 
     fn api(&self, namespace: Option<&str>) -> Api<Endpoints> {
         Api::namespaced(self.client.clone(), namespace.unwrap_or("default"))
+    }
+
+    fn slices(&self, slice: &EndpointSlice) -> Api<EndpointSlice> {
+        let namespace = slice.metadata.namespace.as_deref().unwrap_or("default");
+        Api::namespaced(self.client.clone(), namespace)
     }
 }
 
@@ -89,5 +116,23 @@ impl EndpointsWrites for ApiWrites {
         self.recorder
             .publish(&object_reference(service), "Normal", reason, message)
             .await
+    }
+}
+
+impl SliceWrites for ApiWrites {
+    async fn create_slice(&self, slice: &EndpointSlice) -> minik_client::Result<EndpointSlice> {
+        self.slices(slice).create(slice).await
+    }
+
+    async fn replace_slice(&self, slice: &EndpointSlice) -> minik_client::Result<EndpointSlice> {
+        let name = slice.metadata.name.as_deref().unwrap_or_default();
+        self.slices(slice).replace(name, slice).await
+    }
+
+    async fn delete_slice(&self, namespace: &str, name: &str) -> minik_client::Result<()> {
+        Api::<EndpointSlice>::namespaced(self.client.clone(), namespace)
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(|_| ())
     }
 }

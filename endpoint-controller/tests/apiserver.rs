@@ -9,6 +9,7 @@ use minik_api::core::{
     Container, ContainerPort, Endpoints, Event as CoreEvent, Pod, PodSpec, Service, ServicePort,
     ServiceSpec,
 };
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use minik_api::meta::ObjectMeta;
 use minik_apiserver::storage::memory::MemoryStorage;
@@ -256,4 +257,76 @@ async fn delete_to_endpoint_removed_latency() {
         latencies[count / 2],
         latencies[count * 99 / 100]
     );
+}
+
+fn slice_ips(all: &[EndpointSlice], name: &str) -> Option<Vec<(String, bool)>> {
+    let slice = all
+        .iter()
+        .find(|s| s.metadata.name.as_deref() == Some(name))?;
+    let mut ips: Vec<(String, bool)> = slice
+        .endpoints
+        .iter()
+        .map(|e| {
+            let ready = e.conditions.as_ref().and_then(|c| c.ready) == Some(true);
+            (e.addresses[0].clone(), ready)
+        })
+        .collect();
+    ips.sort();
+    Some(ips)
+}
+
+/// The EndpointSlice `kubectl describe service` reads follows the Endpoints, and a slice that
+/// says the right thing is not written again (no write loop between the two controllers' views).
+#[tokio::test]
+async fn endpoint_slices_mirror_the_endpoints_and_settle() {
+    let cluster = start().await;
+    let pods = Api::<Pod>::namespaced(cluster.client.clone(), "default");
+    let services = Api::<Service>::namespaced(cluster.client.clone(), "default");
+    let slices = Api::<EndpointSlice>::namespaced(cluster.client.clone(), "default");
+    services.create(&service()).await.unwrap();
+    running_pod(&pods, "web-1", "127.244.1.2").await;
+    running_pod(&pods, "web-2", "127.244.1.3").await;
+    let both = [
+        ("127.244.1.2".to_string(), true),
+        ("127.244.1.3".to_string(), true),
+    ];
+    let all = wait_until(&slices, |all| {
+        slice_ips(all, "web").as_deref() == Some(&both[..])
+    })
+    .await;
+    let slice = all
+        .iter()
+        .find(|s| s.metadata.name.as_deref() == Some("web"))
+        .unwrap();
+    let labels = slice.metadata.labels.as_ref().unwrap();
+    assert_eq!(labels["kubernetes.io/service-name"], "web");
+    assert_eq!(slice.ports.as_ref().unwrap()[0].port, Some(8080));
+
+    pods.delete("web-1", &DeleteParams::grace(30))
+        .await
+        .unwrap();
+    let one = [("127.244.1.3".to_string(), true)];
+    let all = wait_until(&slices, |all| {
+        slice_ips(all, "web").as_deref() == Some(&one[..])
+    })
+    .await;
+    let settled = |all: &[EndpointSlice]| {
+        all.iter()
+            .find(|s| s.metadata.name.as_deref() == Some("web"))
+            .and_then(|s| s.metadata.resource_version.clone())
+    };
+    let revision = settled(&all);
+    // Another Service's slice is written after web's last change: if web's slice were rewritten
+    // in a loop, its resourceVersion would have moved by then.
+    let mut other = service();
+    other.metadata.name = Some("other".into());
+    services.create(&other).await.unwrap();
+    let all = wait_until(&slices, |all| slice_ips(all, "other").is_some()).await;
+    assert_eq!(settled(&all), revision, "web's slice was not written again");
+
+    services
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_until(&slices, |all| slice_ips(all, "web").is_none()).await;
 }

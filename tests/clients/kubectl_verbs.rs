@@ -5,6 +5,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_tests::wait::{pod, wait_for};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -390,6 +391,32 @@ async fn kubectl_get_services_endpoints_and_delete_with_grace_period_as_the_seed
     );
     let endpoints = cells(line_of(tables[1], "endpoints/web").expect("endpoints row"));
     assert_eq!(endpoints[1], format!("{ip}:8080"), "{both}");
+
+    // kubectl 1.32's describe reads a Service's endpoints from its EndpointSlices, which the
+    // mirroring controller writes beside the Endpoints; wait for the slice on a watch first.
+    let slices: minik_client::Api<EndpointSlice> =
+        minik_client::Api::namespaced(cluster.client(), "default");
+    let mirrored =
+        |slice: &EndpointSlice| slice.endpoints.iter().any(|e| e.addresses == [ip.clone()]);
+    wait_for(&slices, "web", mirrored, RUNNING)
+        .await
+        .expect("the slice mirrors the Endpoints");
+    let described = kubectl.ok(&["describe", "service", "web"]).await;
+    let line = described
+        .lines()
+        .find(|l| l.starts_with("Endpoints:"))
+        .unwrap_or_else(|| panic!("no Endpoints line:\n{described}"));
+    assert_eq!(
+        cells(line),
+        ["Endpoints:", &format!("{ip}:8080")],
+        "{described}"
+    );
+    let listed = kubectl.ok(&["get", "endpointslices"]).await;
+    assert_eq!(
+        cells(line_of(&listed, "web").expect("slice row"))[1..4],
+        ["IPv4", "8080", ip.as_str()],
+        "{listed}"
+    );
 
     // Seed 002: `kubectl delete pod web --grace-period=100` returns once the pod is gone, which
     // is as soon as the web server exits on SIGTERM, not after 100 s.
