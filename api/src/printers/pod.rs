@@ -48,12 +48,16 @@ fn none() -> String {
     "<none>".to_string()
 }
 
-/// READY: `ready containers/containers`.
+/// READY: `ready containers/containers`; as in `printPod`, a container counts only if it is
+/// both ready and running (a status can say ready a moment after its process ended).
 pub fn pod_ready(pod: &Pod) -> String {
     let total = pod.spec.as_ref().map_or(0, |spec| spec.containers.len());
+    let running =
+        |status: &&ContainerStatus| status.state.as_ref().is_some_and(|s| s.running.is_some());
     let ready = container_statuses(pod)
         .iter()
         .filter(|status| status.ready)
+        .filter(running)
         .count();
     format!("{ready}/{total}")
 }

@@ -178,6 +178,18 @@ fn deletion_timestamp_shows_terminating_unless_finished() {
 }
 
 #[test]
+fn ready_counts_only_containers_that_are_ready_and_running() {
+    let exited = json!({"terminated": {"exitCode": 0, "reason": "Completed"}});
+    let running = json!({"running": {"startedAt": "2026-11-22T02:00:00Z"}});
+    let spec = json!({"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "x"}]});
+    let status = json!({"phase": "Running", "containerStatuses": [
+        container("a", true, exited),
+        container("b", true, running),
+    ]});
+    assert_eq!(pod_ready(&pod(spec, status)), "1/2");
+}
+
+#[test]
 fn readiness_gates_count_true_conditions() {
     let spec = json!({"containers": [{"name": "web", "image": "x"}], "readinessGates": [{"conditionType": "example.com/lb"}]});
     let gated = pod(
