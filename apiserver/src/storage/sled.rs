@@ -93,11 +93,7 @@ impl SledStorage {
 
     /// Like [`SledStorage::open`], with `buffer` live events per watcher before it is cut off.
     pub fn open_with(dir: &Path, window: usize, buffer: usize) -> Result<SledStorage> {
-        let db = sled::Config::new()
-            .path(dir)
-            .cache_capacity(CACHE_CAPACITY)
-            .open()
-            .map_err(backend)?;
+        let db = open_db(dir)?;
         let objects = db.open_tree("objects").map_err(backend)?;
         let meta = db.open_tree("meta").map_err(backend)?;
         let current = stored_revision(&objects, &meta)?;
@@ -120,6 +116,33 @@ impl SledStorage {
         Ok(SledStorage {
             inner: Arc::new(inner),
         })
+    }
+}
+
+/// How long [`open_db`] waits for the database's file lock to be released.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Opens the sled database, waiting a little for its file lock. sled releases the lock when its
+/// last handle is dropped, and that can happen on sled's own flush threads a moment after our last
+/// reference went (a storage reopened in the same process); a previous apiserver process may also
+/// still be exiting. Another live apiserver on the same directory is still refused, after the wait.
+fn open_db(dir: &Path) -> Result<sled::Db> {
+    let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+    loop {
+        match sled::Config::new()
+            .path(dir)
+            .cache_capacity(CACHE_CAPACITY)
+            .open()
+        {
+            // sled says it with ErrorKind::Other and this message (sled 0.34, `config.rs`).
+            Err(sled::Error::Io(e))
+                if e.to_string().starts_with("could not acquire lock")
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            opened => return opened.map_err(backend),
+        }
     }
 }
 

@@ -48,6 +48,20 @@ async fn reopen_keeps_objects_and_revisions_keep_growing() {
     assert!(s.watch("/", last).is_ok());
 }
 
+#[test]
+fn a_database_held_open_is_refused_after_the_lock_wait() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let _held = SledStorage::open(dir.path(), 100).expect("open");
+    let started = std::time::Instant::now();
+    let second = SledStorage::open(dir.path(), 100);
+    assert!(
+        matches!(&second, Err(Error::Backend(m)) if m.contains("could not acquire lock")),
+        "{:?}",
+        second.err()
+    );
+    assert!(started.elapsed() >= LOCK_PATIENCE);
+}
+
 #[tokio::test]
 async fn concurrent_writes_share_one_flush() {
     let dir = tempfile::tempdir().expect("tempdir");
