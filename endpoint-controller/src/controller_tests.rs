@@ -5,13 +5,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::channel::mpsc as stream_channel;
-use minik_client::store::store;
 use minik_client::Event;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::testing::{pod, service};
+use crate::testing::{filled, pod, service};
 
 /// One recorded write.
 #[derive(Clone, Debug, PartialEq)]
@@ -75,14 +74,6 @@ impl EndpointsWrites for FakeWrites {
         self.record(Write::Event(reason.to_string(), message.to_string()));
         Ok(())
     }
-}
-
-fn filled<K: Clone + minik_api::k8s_openapi::Metadata<Ty = ObjectMeta>>(
-    objects: Vec<K>,
-) -> Store<K> {
-    let (reader, mut writer) = store();
-    writer.apply_watcher_event(&Event::Restarted(objects));
-    reader
 }
 
 fn controller(

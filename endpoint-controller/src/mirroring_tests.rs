@@ -4,9 +4,9 @@
 use std::sync::{Arc, Mutex};
 
 use minik_api::core::{EndpointPort as CorePort, EndpointSubset};
-use minik_client::store::store;
 
 use super::*;
+use crate::testing::filled;
 
 /// One recorded write.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,14 +41,6 @@ impl SliceWrites for FakeWrites {
         self.0.lock().unwrap().push(Write::Delete(key));
         Ok(())
     }
-}
-
-fn filled<K: Clone + minik_api::k8s_openapi::Metadata<Ty = ObjectMeta>>(
-    objects: Vec<K>,
-) -> Store<K> {
-    let (reader, mut writer) = store();
-    writer.apply_watcher_event(&Event::Restarted(objects));
-    reader
 }
 
 fn address(ip: &str, pod: &str) -> EndpointAddress {

@@ -1,4 +1,5 @@
-//! Test fixtures: builders for the Services and pods the endpoints controller's tests use.
+//! Test fixtures: builders for the Services and pods the endpoints controller's tests use, and
+//! filled stores.
 //!
 //! Kubernetes counterpart: the `newPod`/`addPods` and `newService` helpers at the top of
 //! `pkg/controller/endpoint/endpoints_controller_test.go`.
@@ -11,6 +12,17 @@ use minik_api::core::{
 };
 use minik_api::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use minik_api::meta::ObjectMeta;
+use minik_client::store::store;
+use minik_client::{Event, Store};
+
+/// A store that has listed `objects`, as an informer's after its first list.
+pub fn filled<K: Clone + minik_api::k8s_openapi::Metadata<Ty = ObjectMeta>>(
+    objects: Vec<K>,
+) -> Store<K> {
+    let (reader, mut writer) = store();
+    writer.apply_watcher_event(&Event::Restarted(objects));
+    reader
+}
 
 /// A Service `name` in `default` selecting `app=<name>`, with one port 80 → targetPort 8080.
 pub fn service(name: &str) -> ServiceBuilder {
