@@ -257,21 +257,30 @@ fn app_step(input: &PlanInput<'_>, container: &Container, policy: &str, out: &mu
     let Some(latest) = latest_attempt(input.containers, &container.name) else {
         return first_start_step(input, container, false, policy, out);
     };
-    match latest.state {
-        ContainerState::Running { .. } => kill_if_unhealthy(input, container, true, out),
+    let ContainerState::Exited {
+        exit_code,
+        finished_at,
+        ..
+    } = latest.state
+    else {
+        return kill_if_unhealthy(input, container, true, out);
+    };
+    let changed = definition_changed(latest, container);
+    let start_failed = input
+        .memos
+        .get(&container.name)
+        .and_then(|memo| memo.start_failure.as_ref())
+        .is_some_and(|failure| failure.at >= finished_at);
+    if changed && !start_failed {
         // A new definition has no crash behind it: no backoff, and the policy does not apply.
-        ContainerState::Exited { .. } if definition_changed(latest, container) => {
-            out.push(Action::StartContainer {
-                name: container.name.clone(),
-                init: false,
-                attempt: latest.config.attempt + 1,
-            })
-        }
-        ContainerState::Exited { exit_code, .. } => {
-            if should_restart(policy, exit_code) {
-                restart_step(input, container, false, out);
-            }
-        }
+        out.push(Action::StartContainer {
+            name: container.name.clone(),
+            init: false,
+            attempt: latest.config.attempt + 1,
+        });
+    } else if changed || should_restart(policy, exit_code) {
+        // Also a new image that failed to start: `restart_step` backs off as for any failed start.
+        restart_step(input, container, false, out);
     }
 }
 

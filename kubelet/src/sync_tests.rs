@@ -174,6 +174,40 @@ fn a_changed_image_kills_the_running_container_then_restarts_it_at_once_whatever
 }
 
 #[test]
+fn a_changed_image_that_fails_to_start_backs_off_like_any_failed_start() {
+    let mut pod = pod(&["web"], "Never");
+    pod.spec.as_mut().unwrap().containers[0].image = Some("no-such-image".into());
+    let memos = BTreeMap::from([(
+        "web".to_string(),
+        ContainerMemo {
+            backoff_from_attempt: 0,
+            start_failure: Some(StartFailure {
+                kind: StartFailureKind::Image,
+                count: 1,
+                at: at(31),
+                reason: "ErrImagePull".into(),
+                message: "no such image".into(),
+            }),
+        },
+    )]);
+    let killed = [exited("web", 3, 0, 30, 137)];
+    let actions = plan_with(&pod, &killed, &memos, &BTreeMap::new(), 32);
+    assert!(
+        matches!(
+            &actions[..],
+            [
+                ..,
+                Action::BackOff {
+                    start_failure: true,
+                    ..
+                }
+            ]
+        ),
+        "{actions:?}"
+    );
+}
+
+#[test]
 fn an_adopted_container_with_no_recorded_image_is_left_running() {
     let mut pod = pod(&["web"], "Always");
     pod.spec.as_mut().unwrap().containers[0].image = Some("nginx:2".into());
