@@ -125,6 +125,21 @@ async fn kubectl_get_prints_the_server_tables_plain_wide_and_yaml() {
         "Error from server (NotFound): pods \"nope\" not found"
     );
 
+    // Events are written in the background: wait on a watch until both are stored.
+    let events: minik_client::Api<minik_api::core::Event> =
+        minik_client::Api::namespaced(cluster.client(), "default");
+    let has = |all: &[minik_api::core::Event], reason: &str| {
+        all.iter().any(|e| e.reason.as_deref() == Some(reason))
+    };
+    let about_web = minik_client::ListParams::default().fields("involvedObject.name=web");
+    minik_tests::wait::wait_for_all(
+        &events,
+        about_web,
+        |all| has(all, "Scheduled") && has(all, "Started"),
+        RUNNING,
+    )
+    .await
+    .expect("the Scheduled and Started events");
     let describe = kubectl.ok(&["describe", "pod", "web"]).await;
     let field = |name: &str| {
         describe
@@ -228,8 +243,8 @@ async fn kubectl_wait_watches_until_the_pod_is_ready() {
     };
     let cluster = cluster().await;
     let kubectl = Kubectl::new(binary, cluster.server_url());
-    // The first readiness probe runs 3 s after the start: Ready comes well after kubectl asks.
-    let probe = "    readinessProbe: {httpGet: {path: /healthz, port: 8080}, initialDelaySeconds: 3, periodSeconds: 1}\n";
+    // The first readiness probe runs 5 s after the start: Ready comes well after kubectl asks.
+    let probe = "    readinessProbe: {httpGet: {path: /healthz, port: 8080}, initialDelaySeconds: 5, periodSeconds: 1}\n";
     let manifest = kubectl.manifest("late.yaml", &(pod_yaml("late", "app: late", "") + probe));
     kubectl
         .ok(&["apply", "-f", manifest.to_str().unwrap()])
