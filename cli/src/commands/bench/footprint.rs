@@ -15,7 +15,7 @@ use anyhow::Context;
 
 use super::report::{ms, Row};
 use super::Bench;
-use crate::commands::up::ClusterState;
+use minik_cluster::ClusterState;
 
 /// The rows this measurement fills.
 pub fn templates() -> Vec<Row> {

@@ -42,7 +42,7 @@ use anyhow::Context;
 use minik_client::Client;
 use tokio_util::sync::CancellationToken;
 
-use super::up::{ClusterOptions, RunningCluster};
+use minik_cluster::{Cluster, ClusterConfig};
 use report::{Machine, Report, Row};
 
 /// Flags of `minik bench`.
@@ -113,13 +113,13 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         .unwrap_or_default();
     std::fs::create_dir_all(&data_dir)?;
     let machine = Machine::detect(&data_dir);
-    let options = ClusterOptions {
+    let options = ClusterConfig {
         data_dir: data_dir.clone(),
         listen: free_loopback_port()?,
         nodes: args.nodes,
         sync_delay: Some("0s".into()),
         progress: false,
-        ..ClusterOptions::default()
+        ..ClusterConfig::default()
     };
     say(&format!(
         "minik bench: starting a cluster in {} on {}",
@@ -167,7 +167,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
 }
 
 /// Runs the selected sections in their fixed order (see the module doc for why this order).
-async fn run_sections(ctx: &Bench, cluster: &RunningCluster, args: &BenchArgs) -> Vec<Row> {
+async fn run_sections(ctx: &Bench, cluster: &Cluster, args: &BenchArgs) -> Vec<Row> {
     let wanted = |name: &str| args.only.is_empty() || args.only.iter().any(|o| o == name);
     let limit = Duration::from_secs(if args.quick { 20 } else { 240 });
     let mut rows = Vec::new();

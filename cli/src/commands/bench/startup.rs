@@ -18,7 +18,7 @@ use minik_client::{Api, Client, Event, ListParams};
 
 use super::pods::{delete_and_wait, sleep_pod, PodWatch, Want};
 use super::report::{ms, Row};
-use crate::commands::up::{start_cluster, ClusterOptions, RunningCluster};
+use minik_cluster::{Cluster, ClusterConfig};
 
 /// The rows this measurement fills.
 pub fn templates() -> Vec<Row> {
@@ -40,11 +40,11 @@ pub fn templates() -> Vec<Row> {
 }
 
 /// Starts the cluster and measures its start. Fails only if the cluster cannot start at all.
-pub async fn cold_start(options: ClusterOptions) -> anyhow::Result<(RunningCluster, Vec<Row>)> {
+pub async fn cold_start(options: ClusterConfig) -> anyhow::Result<(Cluster, Vec<Row>)> {
     let server = format!("http://{}", options.listen);
     let started = Instant::now();
     let node_ready = tokio::spawn(watch_node_ready(server, started));
-    let cluster = start_cluster(options)
+    let cluster = Cluster::start(options)
         .await
         .context("starting the bench cluster")?;
     let all_up = started.elapsed();

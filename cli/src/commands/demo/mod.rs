@@ -29,7 +29,7 @@ use std::time::Duration;
 use minik_client::Client;
 use serde_json::json;
 
-use super::up::{start_cluster, ClusterOptions, RunningCluster};
+use minik_cluster::{Cluster, ClusterConfig};
 
 /// `minik demo [create|race|hooks]`.
 #[derive(clap::Args, Debug, Clone)]
@@ -276,7 +276,7 @@ fn fmt(duration: Duration) -> String {
 /// The cluster a part runs on: a private one, or the one `--server` names.
 struct DemoCluster {
     client: Client,
-    private: Option<(RunningCluster, tempfile::TempDir)>,
+    private: Option<(Cluster, tempfile::TempDir)>,
 }
 
 impl DemoCluster {
@@ -292,15 +292,15 @@ impl DemoCluster {
             });
         }
         let data_dir = tempfile::Builder::new().prefix("minik-demo-").tempdir()?;
-        let options = ClusterOptions {
+        let options = ClusterConfig {
             data_dir: data_dir.path().to_path_buf(),
             listen: free_loopback_port()?,
             nodes: 2,
             proxy_args,
             progress: false,
-            ..ClusterOptions::default()
+            ..ClusterConfig::default()
         };
-        let cluster = start_cluster(options).await?;
+        let cluster = Cluster::start(options).await?;
         if narrate {
             println!(
                 "  (a private cluster started in {:.0} ms in {})",

@@ -23,7 +23,8 @@ use minik_client::{Api, Client, DeleteParams, ListParams};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio_util::sync::CancellationToken;
 
-use super::supervisor::Supervised;
+use crate::supervisor::Supervised;
+use crate::{Error, Result};
 
 /// How long the API server may take to answer `/readyz`.
 const APISERVER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -42,9 +43,11 @@ pub struct Signals {
 
 impl Signals {
     /// Installs the handlers (from now on, Ctrl-C no longer kills `minik up` at once).
-    pub fn install() -> anyhow::Result<Self> {
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        let mut terminate = signal(SignalKind::terminate())?;
+    pub fn install() -> Result<Self> {
+        let mut interrupt =
+            signal(SignalKind::interrupt()).map_err(|e| Error::io("installing SIGINT", e))?;
+        let mut terminate =
+            signal(SignalKind::terminate()).map_err(|e| Error::io("installing SIGTERM", e))?;
         let (first, second) = (CancellationToken::new(), CancellationToken::new());
         let signals = Signals {
             first: first.clone(),
@@ -75,10 +78,11 @@ impl Signals {
 }
 
 /// Waits until `GET {server}/readyz` answers 200, failing early if the API server exits.
-pub async fn wait_readyz(server: &str, apiserver: &Supervised) -> anyhow::Result<()> {
+pub async fn wait_readyz(server: &str, apiserver: &Supervised) -> Result<()> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(1))
-        .build()?;
+        .build()
+        .map_err(|e| Error::Start(format!("building an HTTP client: {e}")))?;
     let url = format!("{server}/readyz");
     let check = async {
         loop {
@@ -94,14 +98,14 @@ pub async fn wait_readyz(server: &str, apiserver: &Supervised) -> anyhow::Result
         _ = check => Ok(()),
         _ = apiserver.exited() => Err(exited(apiserver)),
         _ = tokio::time::sleep(APISERVER_TIMEOUT) => {
-            anyhow::bail!("apiserver: {url} did not answer within {APISERVER_TIMEOUT:?}; see {}", apiserver.log.display())
+            Err(Error::Start(format!("apiserver: {url} did not answer within {APISERVER_TIMEOUT:?}; see {}", apiserver.log.display())))
         }
     }
 }
 
 /// Waits until the component's log has a `ready` line. A component that stays alive without one
 /// is accepted with a warning after [`READY_LINE_TIMEOUT`].
-pub async fn wait_ready_line(component: &Supervised) -> anyhow::Result<()> {
+pub async fn wait_ready_line(component: &Supervised) -> Result<()> {
     let check = async {
         loop {
             let text = std::fs::read_to_string(&component.log).unwrap_or_default();
@@ -152,7 +156,7 @@ pub async fn wait_nodes_ready(
     client: &Client,
     names: &[String],
     kubelets: &[&Supervised],
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let wanted: BTreeSet<String> = names.iter().cloned().collect();
     let mut ready: BTreeMap<String, bool> = BTreeMap::new();
     let mut events = Box::pin(watcher(
@@ -185,7 +189,7 @@ pub async fn wait_nodes_ready(
     tokio::select! {
         _ = all_ready => Ok(()),
         (_, index, _) = any_exit => Err(exited(kubelets[index])),
-        _ = tokio::time::sleep(NODES_TIMEOUT) => anyhow::bail!("nodes not Ready within {NODES_TIMEOUT:?}; see the kubelet logs"),
+        _ = tokio::time::sleep(NODES_TIMEOUT) => Err(Error::Start(format!("nodes not Ready within {NODES_TIMEOUT:?}; see the kubelet logs"))),
     }
 }
 
@@ -200,13 +204,13 @@ pub fn node_is_ready(node: &Node) -> bool {
 }
 
 /// The error for a component that exited while we waited on it, with the end of its log.
-fn exited(component: &Supervised) -> anyhow::Error {
-    anyhow::anyhow!(
+fn exited(component: &Supervised) -> Error {
+    Error::Start(format!(
         "{} exited during startup; last lines of {}:\n{}",
         component.name,
         component.log.display(),
         component.log_tail(10)
-    )
+    ))
 }
 
 /// Deletes every pod gracefully and waits, on a watch, until they are all gone. Bounded by the

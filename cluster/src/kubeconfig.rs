@@ -10,14 +10,15 @@
 //! path of a `$KUBECONFIG` list is written (kubectl writes new entries there too). The server is
 //! plain HTTP on loopback, so the user entry is empty (`user: {}`).
 //!
-//! Read next: `up.rs`, which calls [`write_minik_context`] once the cluster is ready.
+//! Read next: `cli/src/commands/up.rs`, which calls [`write_minik_context`] once the cluster is ready.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use serde_json::{json, Map, Value};
+
+use crate::{Error, Result};
 
 /// The name of the cluster, user and context entries minik owns in a kubeconfig.
 pub const CONTEXT_NAME: &str = "minik";
@@ -85,29 +86,35 @@ fn upsert_named(config: &mut Map<String, Value>, list: &str, field: &str, body: 
 
 /// Reads the kubeconfig at `path` (a missing file counts as empty), merges the `minik` context
 /// pointing at `server` into it and writes it back with mode 0600.
-pub fn write_minik_context(path: &Path, server: &str) -> anyhow::Result<()> {
+pub fn write_minik_context(path: &Path, server: &str) -> Result<()> {
     let existing = match std::fs::read_to_string(path) {
         Ok(text) if text.trim().is_empty() => None,
         Ok(text) => {
-            let value: Value = serde_saphyr::from_str(&text)
-                .with_context(|| format!("parsing kubeconfig {}", path.display()))?;
+            let value: Value = serde_saphyr::from_str(&text).map_err(|e| {
+                Error::Kubeconfig(format!("parsing kubeconfig {}: {e}", path.display()))
+            })?;
             if !(value.is_object() || value.is_null()) {
-                anyhow::bail!(
+                return Err(Error::Kubeconfig(format!(
                     "kubeconfig {} is not a YAML mapping; not touching it",
                     path.display()
-                );
+                )));
             }
             Some(value)
         }
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
         Err(err) => {
-            return Err(err).with_context(|| format!("reading kubeconfig {}", path.display()))
+            return Err(Error::io(
+                format!("reading kubeconfig {}", path.display()),
+                err,
+            ))
         }
     };
     let merged = merge(existing, server);
-    let text = serde_saphyr::to_string(&merged).context("serializing kubeconfig")?;
+    let text = serde_saphyr::to_string(&merged)
+        .map_err(|e| Error::Kubeconfig(format!("serializing kubeconfig: {e}")))?;
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     }
     // Write a sibling file and rename it over the old one, so a crash never leaves half a config.
     let tmp = path.with_extension("minik-tmp");
@@ -117,11 +124,16 @@ pub fn write_minik_context(path: &Path, server: &str) -> anyhow::Result<()> {
         .truncate(true)
         .mode(0o600)
         .open(&tmp)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    file.write_all(text.as_bytes())?;
-    file.sync_all()?;
-    std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
+        .map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .and_then(|()| {
+            std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        });
+    written.map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
+    std::fs::rename(&tmp, path)
+        .map_err(|e| Error::io(format!("replacing {}", path.display()), e))?;
     Ok(())
 }
 

@@ -1,4 +1,4 @@
-//! A whole minik cluster as child processes: [`start_cluster`] and [`RunningCluster::stop`].
+//! A whole minik cluster as child processes: [`Cluster::start`] and [`Cluster::stop`].
 //!
 //! Kubernetes counterpart: kind's `cluster.Provider.Create` / `Delete` (kind `pkg/cluster`), with
 //! processes where kind has node containers. This is the library half of `minik up`, also used by
@@ -20,19 +20,21 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::drain;
-use super::supervisor::{self, Supervised, UnexpectedExit};
+use crate::drain;
+use crate::supervisor::{self, Supervised, UnexpectedExit};
+use crate::{Error, Result};
 
 /// What to start.
 #[derive(Debug, Clone)]
-pub struct ClusterOptions {
+pub struct ClusterConfig {
+    /// The `minik` binary every component is started from (`minik apiserver …`).
+    pub binary: PathBuf,
     /// Where state (`apiserver/`, `nodes/node-N/`) and logs (`logs/`) go.
     pub data_dir: PathBuf,
     /// The API server's address; must be loopback.
@@ -55,10 +57,11 @@ pub struct ClusterOptions {
     pub interrupt: CancellationToken,
 }
 
-impl Default for ClusterOptions {
+impl Default for ClusterConfig {
     fn default() -> Self {
-        ClusterOptions {
-            data_dir: super::default_data_dir(),
+        ClusterConfig {
+            binary: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("minik")),
+            data_dir: crate::default_data_dir(),
             listen: SocketAddr::from(([127, 0, 0, 1], 6443)),
             nodes: 1,
             sync_delay: None,
@@ -72,8 +75,8 @@ impl Default for ClusterOptions {
     }
 }
 
-/// A started cluster. Call [`RunningCluster::stop`]; dropping it kills the components abruptly.
-pub struct RunningCluster {
+/// A started cluster. Call [`Cluster::stop`]; dropping it kills the components abruptly.
+pub struct Cluster {
     /// `http://127.0.0.1:6443`.
     pub server_url: String,
     /// The data directory.
@@ -109,25 +112,35 @@ pub struct ComponentState {
     pub log: PathBuf,
 }
 
+impl Cluster {
+    /// Starts the cluster described by `config`: see [`start_cluster`].
+    pub async fn start(config: ClusterConfig) -> Result<Cluster> {
+        start_cluster(config).await
+    }
+}
+
 /// Starts every component in order, each one waited for before the next. On failure (or
 /// `options.interrupt`), whatever was started is stopped again before the error is returned.
-pub async fn start_cluster(options: ClusterOptions) -> anyhow::Result<RunningCluster> {
-    anyhow::ensure!(
-        options.listen.ip().is_loopback(),
-        "--listen must be a loopback address, got {}",
-        options.listen
-    );
+async fn start_cluster(options: ClusterConfig) -> Result<Cluster> {
+    if !options.listen.ip().is_loopback() {
+        return Err(Error::Start(format!(
+            "--listen must be a loopback address, got {}",
+            options.listen
+        )));
+    }
     let log_dir = options.data_dir.join("logs");
-    std::fs::create_dir_all(&log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
-    std::net::TcpListener::bind(options.listen).with_context(|| {
-        format!(
+    std::fs::create_dir_all(&log_dir)
+        .map_err(|e| Error::io(format!("creating {}", log_dir.display()), e))?;
+    std::net::TcpListener::bind(options.listen).map_err(|e| {
+        let what = format!(
             "{} is already in use (another cluster? try `minik down` or --listen)",
             options.listen
-        )
+        );
+        Error::io(what, e)
     })?;
     supervisor::become_subreaper()?;
     let (tx, rx) = mpsc::unbounded_channel();
-    let mut cluster = RunningCluster {
+    let mut cluster = Cluster {
         server_url: format!("http://{}", options.listen),
         data_dir: options.data_dir.clone(),
         startup: Duration::ZERO,
@@ -138,7 +151,7 @@ pub async fn start_cluster(options: ClusterOptions) -> anyhow::Result<RunningClu
     let started = Instant::now();
     let outcome = tokio::select! {
         result = start_components(&options, &mut cluster, tx) => result,
-        _ = options.interrupt.cancelled() => Err(anyhow::anyhow!("interrupted while starting")),
+        _ = options.interrupt.cancelled() => Err(Error::Start("interrupted while starting".into())),
     };
     match outcome {
         Ok(()) => {
@@ -153,10 +166,10 @@ pub async fn start_cluster(options: ClusterOptions) -> anyhow::Result<RunningClu
 }
 
 async fn start_components(
-    options: &ClusterOptions,
-    cluster: &mut RunningCluster,
+    options: &ClusterConfig,
+    cluster: &mut Cluster,
     tx: mpsc::UnboundedSender<UnexpectedExit>,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let log_dir = options.data_dir.join("logs");
     let server = cluster.server_url.clone();
 
@@ -172,6 +185,7 @@ async fn start_components(
     .collect::<Vec<_>>();
     let address = Some(options.listen.to_string());
     cluster.push(supervisor::spawn(
+        &options.binary,
         "apiserver",
         address,
         &apiserver_args,
@@ -180,10 +194,11 @@ async fn start_components(
     )?);
     drain::wait_readyz(&server, cluster.last()).await?;
     cluster.done(&format!("Starting apiserver {}", options.listen), step);
-    let client = minik_client::Client::new(&server).context("creating the API client")?;
+    let client = minik_client::Client::new(&server)?;
 
     let step = Instant::now();
     cluster.push(supervisor::spawn(
+        &options.binary,
         "scheduler",
         None,
         &args(&["scheduler", "--server", &server]),
@@ -223,6 +238,7 @@ async fn start_components(
         );
         kubelet_args.extend(options.kubelet_args.iter().cloned());
         cluster.push(supervisor::spawn(
+            &options.binary,
             &format!("kubelet-{node}"),
             None,
             &kubelet_args,
@@ -249,6 +265,7 @@ async fn start_components(
     let step = Instant::now();
     let controller_args = args(&["endpoint-controller", "--server", &server]);
     cluster.push(supervisor::spawn(
+        &options.binary,
         "endpoint-controller",
         None,
         &controller_args,
@@ -262,7 +279,14 @@ async fn start_components(
     let mut proxy_args = args(&["proxy", "--server", &server]);
     push_flag(&mut proxy_args, "--sync-delay", &options.sync_delay);
     proxy_args.extend(options.proxy_args.iter().cloned());
-    cluster.push(supervisor::spawn("proxy", None, &proxy_args, &log_dir, tx)?);
+    cluster.push(supervisor::spawn(
+        &options.binary,
+        "proxy",
+        None,
+        &proxy_args,
+        &log_dir,
+        tx,
+    )?);
     drain::wait_ready_line(cluster.last()).await?;
     let delay = options
         .sync_delay
@@ -284,7 +308,7 @@ fn push_flag(args: &mut Vec<String>, flag: &str, value: &Option<String>) {
     }
 }
 
-impl RunningCluster {
+impl Cluster {
     /// The components' current state (name, pid, address, log), for `minik status`.
     pub fn state(&self) -> ClusterState {
         ClusterState {
@@ -319,7 +343,7 @@ impl RunningCluster {
         self.stop_with(CancellationToken::new()).await
     }
 
-    /// [`RunningCluster::stop`], where cancelling `hurry` cuts the wait for pods short (the
+    /// [`Cluster::stop`], where cancelling `hurry` cuts the wait for pods short (the
     /// remaining pods are force deleted and their processes killed).
     pub async fn stop_with(mut self, hurry: CancellationToken) {
         let apiserver_up = self
@@ -369,7 +393,7 @@ impl RunningCluster {
     }
 }
 
-impl Drop for RunningCluster {
+impl Drop for Cluster {
     /// The safety net when `stop` was not called: kill every component's process group at once.
     fn drop(&mut self) {
         for component in &self.components {

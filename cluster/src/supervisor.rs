@@ -16,19 +16,20 @@
 //! Ctrl-C: the components run in their own process groups (and the shims in their own sessions),
 //! so the terminal's SIGINT reaches `minik up` alone; it then drains and stops them in order.
 //!
-//! Read next: `up.rs`, which decides the order.
+//! Read next: `cluster.rs`, which decides the order.
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use anyhow::Context;
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use tokio::process::Command;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+use crate::{Error, Result};
 
 /// How long a component gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -60,33 +61,38 @@ pub struct UnexpectedExit {
     pub status: Option<ExitStatus>,
 }
 
-/// Starts `minik <args…>` as a supervised child logging to `log_dir/<name>.log`.
+/// Starts `<binary> <args…>` (the `minik` binary) as a supervised child logging to `log_dir/<name>.log`.
 pub fn spawn(
+    binary: &Path,
     name: &str,
     address: Option<String>,
     args: &[String],
     log_dir: &Path,
     unexpected: mpsc::UnboundedSender<UnexpectedExit>,
-) -> anyhow::Result<Supervised> {
-    let exe = std::env::current_exe().context("locating the minik binary")?;
+) -> Result<Supervised> {
     let log = log_dir.join(format!("{name}.log"));
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&log)
-        .with_context(|| format!("opening {}", log.display()))?;
-    let mut child = Command::new(&exe)
+        .map_err(|e| Error::io(format!("opening {}", log.display()), e))?;
+    let mut child = Command::new(binary)
         .args(args)
         .stdin(Stdio::null())
-        .stdout(file.try_clone()?)
+        .stdout(
+            file.try_clone()
+                .map_err(|e| Error::io(format!("opening {}", log.display()), e))?,
+        )
         .stderr(file)
         // Log files are read by people and by `up`'s readiness check: no colour codes.
         .env("NO_COLOR", "1")
         // Its own process group: the terminal's Ctrl-C goes to `minik up` only.
         .process_group(0)
         .spawn()
-        .with_context(|| format!("starting {} {}", exe.display(), args.join(" ")))?;
-    let pid = child.id().context("the child exited before it had a pid")?;
+        .map_err(|e| Error::io(format!("starting {} {}", binary.display(), args.join(" ")), e))?;
+    let pid = child
+        .id()
+        .ok_or_else(|| Error::Start("the child exited before it had a pid".into()))?;
     let stop = CancellationToken::new();
     let exited = CancellationToken::new();
     let task = tokio::spawn({
@@ -161,8 +167,9 @@ impl Supervised {
 }
 
 /// Makes this process a child subreaper: orphaned descendants are re-parented to it, not to init.
-pub fn become_subreaper() -> anyhow::Result<()> {
-    nix::sys::prctl::set_child_subreaper(true).context("prctl(PR_SET_CHILD_SUBREAPER)")
+pub fn become_subreaper() -> Result<()> {
+    nix::sys::prctl::set_child_subreaper(true)
+        .map_err(|e| Error::io("prctl(PR_SET_CHILD_SUBREAPER)", e.into()))
 }
 
 /// Kills and reaps the processes of this cluster that were re-parented to us (shims and
