@@ -1,5 +1,5 @@
 //! Tidy checks over the whole workspace, in the spirit of rust-analyzer's `tidy` test: every Rust
-//! source file starts with a `//!` module doc saying what it is (style.md §2.7).
+//! source file starts with a `//!` module doc saying what it is (docs/style.md#module-docs).
 
 use std::path::{Path, PathBuf};
 
