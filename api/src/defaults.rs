@@ -81,7 +81,8 @@ pub fn image_pull_policy(image: &str) -> &'static str {
     }
 }
 
-/// `SetDefaults_Probe` (kubernetes-rules §5): period 10 s, timeout 1 s, thresholds 1 and 3.
+/// `SetDefaults_Probe` (docs/kubernetes-rules.md#probes): period 10 s, timeout 1 s, thresholds 1
+/// and 3.
 pub fn default_probe(probe: &mut Probe) {
     probe.timeout_seconds.get_or_insert(1);
     probe.period_seconds.get_or_insert(10);

@@ -3,8 +3,8 @@
 //! Kubernetes counterpart: `k8s.io/apiserver/pkg/endpoints/discovery/{legacy,root,group,version}.go`
 //! and `pkg/version` (`version.Info`). kubectl asks `/api`, `/apis` and `/api/v1` before any verb,
 //! learns from the `APIResourceList` that `po` means pods and that nodes are cluster-scoped, and
-//! picks its own minor version from `/version` (real-clients.md §1.2, §2). minik serves the legacy
-//! (unaggregated) documents, which every client accepts.
+//! picks its own minor version from `/version` (docs/real-clients.md#version, #discovery). minik
+//! serves the legacy (unaggregated) documents, which every client accepts.
 
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};

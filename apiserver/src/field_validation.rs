@@ -5,8 +5,8 @@
 //! words a Strict failure as
 //! `Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.foo"`.
 //! kubectl sends `fieldValidation=Strict` on `apply`/`create` (its default `--validate=strict`)
-//! once the OpenAPI document advertises the parameter (real-clients.md §3); under `Warn` each
-//! problem goes back as a `Warning: 299 - "unknown field \"spec.foo\""` header, which kubectl
+//! once the OpenAPI document advertises the parameter (docs/real-clients.md#openapi); under `Warn`
+//! each problem goes back as a `Warning: 299 - "unknown field \"spec.foo\""` header, which kubectl
 //! prints on stderr.
 //!
 //! How minik finds unknown fields: upstream's decoder reports them while it decodes; minik decodes

@@ -5,9 +5,9 @@
 //! (`hostNetwork: true` that gives the pod its own IP anyway, a `secretKeyRef` that yields an
 //! empty variable), so each create or update of such an object answers with one
 //! `Warning: 299 - "minik: spec.hostNetwork is ignored (the pod gets its own IP)"` header per
-//! field, which kubectl prints on stderr (real-clients.md §10: "the right channel for accepted
-//! but not implemented"). The warnings are sent whatever `fieldValidation` says: they are not
-//! about unknown fields (that is `field_validation.rs`) but about known ones.
+//! field, which kubectl prints on stderr (docs/real-clients.md#errors: "the right channel for
+//! accepted but not implemented"). The warnings are sent whatever `fieldValidation` says: they are
+//! not about unknown fields (that is `field_validation.rs`) but about known ones.
 //!
 //! Kubernetes counterpart: the apiserver's warning mechanism (`k8s.io/apiserver/pkg/warning`:
 //! `warning.AddWarning(ctx, "", text)`, turned into `Warning:` headers by the handlers) and its

@@ -3,7 +3,7 @@
 //! Kubernetes counterpart: `kube-apiserver` (`k8s.io/apiserver` for the generic machinery,
 //! `pkg/registry` for the per-kind rules) in front of etcd. Every other minik component talks only
 //! to this server, over the same HTTP API kubectl uses, so the paths, verbs, status codes, watch
-//! lines and JSON are Kubernetes' own (`reference/real-clients.md`).
+//! lines and JSON are Kubernetes' own (`docs/real-clients.md`).
 //!
 //! How a request flows:
 //!
@@ -63,7 +63,8 @@ use tower_http::limit::RequestBodyLimitLayer;
 pub use error::{Error, Result};
 use storage::Storage;
 
-/// Request bodies above this are refused with 413 (`MaxRequestBodyBytes`, kubernetes-rules A5).
+/// Request bodies above this are refused with 413 (`MaxRequestBodyBytes`,
+/// docs/kubernetes-rules.md#a5).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// How the API server runs.
@@ -136,7 +137,7 @@ pub struct Shared {
 /// The state handlers receive.
 pub type AppState = Arc<Shared>;
 
-/// minik binds only 127.0.0.0/8 (COMMON.md "Network"), not even IPv6's `::1`.
+/// minik binds only 127.0.0.0/8 (docs/architecture.md#network), not even IPv6's `::1`.
 fn is_loopback_v4(address: SocketAddr) -> bool {
     matches!(address.ip(), std::net::IpAddr::V4(ip) if ip.is_loopback())
 }

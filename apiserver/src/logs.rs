@@ -4,7 +4,7 @@
 //! `pkg/registry/core/pod/strategy.go` (`LogLocation`): resolve the container, find the node's
 //! kubelet from `node.status.daemonEndpoints.kubeletEndpoint.Port`, and stream
 //! `GET /containerLogs/{ns}/{pod}/{container}` back to the client (kubectl `logs -f` keeps reading
-//! until the stream ends). minik's kubelet listens on 127.0.0.1 (COMMON.md).
+//! until the stream ends). minik's kubelet listens on 127.0.0.1 (docs/architecture.md#network).
 
 use axum::body::Body;
 use axum::http::{header, HeaderValue, StatusCode};

@@ -3,7 +3,7 @@
 //! Kubernetes counterpart: `killContainer` in `pkg/kubelet/kuberuntime/kuberuntime_container.go`
 //! (preStop bounded by the grace period, its time deducted, a 2-second minimum before SIGKILL)
 //! and `calculateEffectiveGracePeriod` in `pkg/kubelet/pod_workers.go` (which grace applies).
-//! The rules are kubernetes-rules.md §4, T1–T5:
+//! The rules are docs/kubernetes-rules.md#termination, T1–T5:
 //!
 //! - the budget is `deletionGracePeriodSeconds`, else `spec.terminationGracePeriodSeconds`
 //!   (default 30), and never less than 1 (T3);

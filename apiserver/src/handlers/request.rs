@@ -2,10 +2,10 @@
 //!
 //! Kubernetes counterpart: `k8s.io/apiserver/pkg/endpoints/handlers/rest.go` (`readBody`,
 //! `negotiation.NegotiateInputSerializer`) and the query decoding of `metav1.ListOptions` /
-//! `DeleteOptions`. Real clients are sloppy in ways the server must accept (real-clients.md §0):
-//! the Python client sends no `Content-Type` (it means JSON), kube-rs sends `?&labelSelector=…`,
-//! Python sends DeleteOptions as query parameters. So bodies are read as bytes and parsed here,
-//! never through axum's strict `Json` extractor.
+//! `DeleteOptions`. Real clients are sloppy in ways the server must accept
+//! (docs/real-clients.md#must-haves): the Python client sends no `Content-Type` (it means JSON),
+//! kube-rs sends `?&labelSelector=…`, Python sends DeleteOptions as query parameters. So bodies are
+//! read as bytes and parsed here, never through axum's strict `Json` extractor.
 
 use minik_api::selector::{FieldSelector, LabelSelector};
 use minik_api::status;

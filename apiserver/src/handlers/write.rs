@@ -4,7 +4,8 @@
 //! the generic store's `Create` / `Update` (`pkg/registry/generic/registry/store.go`), whose heart
 //! is etcd3's `GuaranteedUpdate`: read the object, compute the new state, compare-and-swap on the
 //! revision read, retry on conflict. A client that sends a `resourceVersion` gets a 409 Conflict
-//! instead of a retry when someone else wrote first (optimistic concurrency, kubernetes-rules A2).
+//! instead of a retry when someone else wrote first (optimistic concurrency,
+//! docs/kubernetes-rules.md#a2).
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -262,7 +263,8 @@ async fn apply(
     Ok(fields::with_warnings(response, &warnings))
 }
 
-/// `POST …/pods/{name}/binding`: the scheduler's decision, written once (kubernetes-rules S1).
+/// `POST …/pods/{name}/binding`: the scheduler's decision, written once
+/// (docs/kubernetes-rules.md#s1).
 pub async fn bind(state: &AppState, request: &ApiRequest) -> ApiResult<Response> {
     let body = decode_object(&request.body, body_format(request.content_type())?)?;
     let target = &request.target;

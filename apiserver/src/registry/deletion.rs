@@ -1,4 +1,4 @@
-//! Graceful deletion: what a DELETE does to an object (kubernetes-rules §2, D1-D5).
+//! Graceful deletion: what a DELETE does to an object (docs/kubernetes-rules.md#deletion, D1-D5).
 //!
 //! Kubernetes counterpart: `k8s.io/apiserver/pkg/registry/rest/delete.go` (`BeforeDelete`),
 //! `pkg/registry/generic/registry/store.go` (`updateForGracefulDeletionAndFinalizers`) and the pod

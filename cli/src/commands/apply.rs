@@ -208,7 +208,8 @@ pub fn merge(live: &Value, manifest: &Value) -> Value {
     }
 }
 
-/// The strategic-merge key of a list, guessed from its elements (real-clients.md §6).
+/// The strategic-merge key of a list, guessed from its elements
+/// (docs/real-clients.md#strategic-merge).
 fn merge_key(items: &[Value]) -> Option<&'static str> {
     ["name", "containerPort", "mountPath", "port", "ip"]
         .into_iter()

@@ -1,12 +1,13 @@
 //! `minik delete KIND NAME… [--grace-period N] [--force] [--now] [--wait=true|false]`.
 //!
 //! Kubernetes counterpart: `kubectl delete` (`staging/src/k8s.io/kubectl/pkg/cmd/delete/delete.go`).
-//! The flags become `DeleteOptions.gracePeriodSeconds` by kubectl's rules (kubernetes-rules.md D7):
-//! `--now` is 1; `--grace-period=0` without `--force` is sent as 1, "to prevent accidental data
-//! loss"; `--force` (alone or with `--grace-period=0`) sends 0, prints a warning and says
-//! `force deleted`. With `--wait` (the default), minik returns once the object is gone, which for a
-//! running pod means: after the kubelet stopped its containers and removed it. The wait is a watch
-//! with `fieldSelector=metadata.name=NAME` from the resourceVersion of a list, never a polling loop.
+//! The flags become `DeleteOptions.gracePeriodSeconds` by kubectl's rules
+//! (docs/kubernetes-rules.md#d7): `--now` is 1; `--grace-period=0` without `--force` is sent as 1,
+//! "to prevent accidental data loss"; `--force` (alone or with `--grace-period=0`) sends 0, prints
+//! a warning and says `force deleted`. With `--wait` (the default), minik returns once the object
+//! is gone, which for a running pod means: after the kubelet stopped its containers and removed it.
+//! The wait is a watch with `fieldSelector=metadata.name=NAME` from the resourceVersion of a list,
+//! never a polling loop.
 
 use std::time::Duration;
 

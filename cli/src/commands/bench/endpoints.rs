@@ -4,8 +4,9 @@
 //! Kubernetes counterpart: the network programming latency SLI (`slos/network_programming_latency.md`,
 //! `kubeproxy_network_programming_duration_seconds`, whose buckets start at 0.25 s), and the
 //! practitioners' "under a second in small clusters, 10–30 s at 100+ nodes". The chain measured is
-//! the one in seed 003: the apiserver marks the pod terminating, the endpoint controller drops it
-//! from the Endpoints (`sync_service`), the proxy applies the new set.
+//! the one in seed 003 ("Making K8s shutdowns more graceful"): the apiserver marks the pod
+//! terminating, the endpoint controller drops it from the Endpoints (`sync_service`), the proxy
+//! applies the new set.
 //!
 //! How: a Service over N `sleep` pods; the pods are deleted one at a time. Two watches record, on the
 //! bench's wall clock, when the Endpoints object without the pod's IP arrives, and the proxy's

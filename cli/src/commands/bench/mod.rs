@@ -5,7 +5,7 @@
 //! kwok (hollow nodes) and etcd's `benchmark` tool (put throughput, watch fan-out). minik runs a
 //! small version of each in one command, against one cluster it starts itself (a temp dir and a
 //! free loopback port, through [`start_cluster`], exactly what `minik up` runs), and prints one
-//! table: measurement, result, target, anchor (`shared/reference/performance.md`).
+//! table: measurement, result, target, anchor (`docs/benchmarks.md#anchors`).
 //!
 //! The measurements, one file each, in the order they run:
 //!

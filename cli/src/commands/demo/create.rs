@@ -1,6 +1,7 @@
 //! `minik demo create`: one pod's journey from `apply` to receiving traffic, step by step.
 //!
-//! Kubernetes counterpart: seed 000's and 002's "what happens when you create a Pod": the API
+//! Kubernetes counterpart: the creation journey of seed 000 ("What happens when a Pod is
+//! deleted?") and seed 002 ("Graceful shutdown in Kubernetes"), docs/seeds.md: the API
 //! server stores the pod, the scheduler binds it, the kubelet starts its process (CRI), gives it an
 //! IP (CNI), reports it Running and Ready, the endpoint controller adds it to its Service's
 //! Endpoints, and the proxy starts routing to it. Each step is printed as the demo observes it,

@@ -1,7 +1,9 @@
-//! `minik demo hooks`: seed 001's experiment with any numbers — postStart, preStop, the grace
-//! period and the app's own shutdown time — measured, next to what the rules predict.
+//! `minik demo hooks`: the experiment of seed 001 ("What Happens When Deleting a Pod",
+//! docs/seeds.md#seed-001) with any numbers — postStart, preStop, the grace period and the app's
+//! own shutdown time — measured, next to what the rules predict.
 //!
-//! Kubernetes counterpart: the kubelet's hook and termination path (kubernetes-rules.md §3-4):
+//! Kubernetes counterpart: the kubelet's hook and termination path
+//! (docs/kubernetes-rules.md#start-path and #termination):
 //! postStart runs alongside the process and holds back Running; on delete, preStop runs first
 //! inside the grace period, SIGTERM follows, and SIGKILL comes when the grace period (at least
 //! 2 s after SIGTERM) is over. The prediction is `predict.rs`; the measurement comes from the

@@ -1,5 +1,5 @@
-//! `minik demo`: the seeds' story — a pod's creation and deletion — happening on real processes,
-//! narrated and measured, with a picture.
+//! `minik demo`: the seeds' story (docs/seeds.md) — a pod's creation and deletion — happening on
+//! real processes, narrated and measured, with a picture.
 //!
 //! Kubernetes counterpart: none; it is the guided tour. Three parts, each runnable alone:
 //!

@@ -1,9 +1,9 @@
 //! What the rules say should happen: the kubelet's termination schedule, as a pure function.
 //!
 //! Kubernetes counterpart: `killContainer` in `pkg/kubelet/kuberuntime/kuberuntime_container.go`
-//! and the hook rules of the container-lifecycle-hooks page (see ../shared/reference/
-//! kubernetes-rules.md §3 and §4). `minik demo hooks` prints this prediction next to what the
-//! cluster measured, so the rule and the behaviour can be compared line by line:
+//! and the hook rules of the container-lifecycle-hooks page (see
+//! docs/kubernetes-rules.md#start-path and #termination). `minik demo hooks` prints this prediction
+//! next to what the cluster measured, so the rule and the behaviour can be compared line by line:
 //!
 //! - postStart starts with the process and runs alongside it; the container counts as Running
 //!   only once postStart has finished;
@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-/// The experiment's knobs, as seed 001 names them.
+/// The experiment's knobs, as seed 001 ("What Happens When Deleting a Pod") names them.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Hooks {
     /// How long the postStart hook runs.

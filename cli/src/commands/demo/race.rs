@@ -8,9 +8,10 @@
 //! sends SIGTERM. If the process exits before the slowest consumer has stopped sending it traffic,
 //! requests fail. A preStop sleep longer than that lag makes the failures disappear.
 //!
-//! The proxy here stands for seed 003's slow external load balancer: it applies endpoint changes
-//! `--sync-delay` late and does not retry a failed dial (`--dial-attempts 1`). The demo sends a
-//! steady load through it, deletes one replica, and counts what failed, once per variant.
+//! The proxy here stands for the slow external load balancer of seed 003 (docs/seeds.md): it
+//! applies endpoint changes `--sync-delay` late and does not retry a failed dial (`--dial-attempts
+//! 1`). The demo sends a steady load through it, deletes one replica, and counts what failed, once
+//! per variant.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
