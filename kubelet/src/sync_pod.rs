@@ -297,11 +297,8 @@ impl PodWorker {
                 .and_then(|p| p.termination_grace_period_seconds),
             KillReason::PostStartHook | KillReason::DefinitionChanged => None,
         };
-        let spec_grace = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.termination_grace_period_seconds);
-        let grace = Duration::from_secs(probe_grace.or(spec_grace).unwrap_or(30).max(1) as u64);
+        let grace_seconds = minik_api::grace::container_kill_grace(pod.as_ref(), probe_grace);
+        let grace = Duration::from_secs(grace_seconds as u64);
         let message = match reason {
             KillReason::Liveness => {
                 format!("Container {name} failed liveness probe, will be restarted")

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
+use minik_api::grace;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{info, warn};
@@ -27,13 +28,13 @@ use tracing::{info, warn};
 use crate::container::pod_log_dir;
 use crate::cri::ContainerState;
 use crate::pod_worker::{find_container, PodUpdate, PodWorker};
-use crate::terminate::{effective_grace_seconds, stop_container, StopRequest};
+use crate::terminate::{stop_container, StopRequest};
 
 impl PodWorker {
     /// Stops the pod's containers and, unless the kubelet shuts down meanwhile, finishes the
     /// deletion. `removed`: the pod is already gone from the API (force delete).
     pub(crate) async fn terminate_pod(mut self, pod: Arc<Pod>, removed: bool) {
-        let grace_seconds = effective_grace_seconds(&pod, removed);
+        let mut grace_seconds = grace::termination_grace(pod.as_ref(), removed);
         info!(pod = %self.key, grace_seconds, removed, "terminating pod");
         self.stop_watching();
         let grace = Duration::from_secs(grace_seconds as u64);
@@ -79,10 +80,12 @@ impl PodWorker {
                     if changed.is_err() { continue; }
                     let update = self.updates.borrow_and_update().clone();
                     removed |= matches!(update, PodUpdate::Removed(_));
-                    let shorter = Duration::from_secs(effective_grace_seconds(update.pod(), removed) as u64);
-                    if shorter < *grace_tx.borrow() {
-                        info!(pod = %self.key, grace_seconds = shorter.as_secs(), "grace period shortened");
-                        let _ = grace_tx.send(shorter);
+                    let proposed = grace::termination_grace(update.pod().as_ref(), removed);
+                    // The grace may only shrink while we wait (`calculateEffectiveGracePeriod`).
+                    if grace::shortens(grace_seconds, proposed) {
+                        grace_seconds = proposed;
+                        info!(pod = %self.key, grace_seconds, "grace period shortened");
+                        let _ = grace_tx.send(Duration::from_secs(grace_seconds as u64));
                     }
                 }
             }
