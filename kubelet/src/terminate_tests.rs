@@ -11,7 +11,7 @@ use super::*;
 use crate::cri::fake::{Behavior, FakeRuntime, OnTerm};
 use crate::cri::{ContainerConfig, ContainerState};
 use crate::reporter::RecordingReporter;
-use crate::testutil::{container, pod};
+use crate::testing::{container, pod};
 
 const S: fn(u64) -> Duration = Duration::from_secs;
 

@@ -1,6 +1,6 @@
 //! The end of a pod: stop every container in parallel, report the final status, release the
 //! sandbox, remove every container record and the pod's logs, and remove the pod object. Nothing
-//! of a deleted pod stays on the node (`tests/cleanup.rs` checks it on real processes).
+//! of a deleted pod stays on the node (`kubelet/tests/cleanup.rs` checks it on real processes).
 //!
 //! Kubernetes counterpart: `SyncTerminatingPod` and `SyncTerminatedPod` in
 //! `pkg/kubelet/kubelet.go`, `killPodWithSyncResult` / `killContainersWithSyncResult` in
@@ -10,7 +10,7 @@
 //! The grace can shrink while we wait: a second `kubectl delete --grace-period=N` reaches us as
 //! another MODIFIED event with a smaller `deletionGracePeriodSeconds`, and a force delete as a
 //! DELETED event; both are fed into a watch channel every container's stop sequence follows
-//! (see `terminate.rs` for the per-container rules).
+//! (see [`crate::terminate`] for the per-container rules).
 //!
 //! If the kubelet shuts down in the middle, termination is abandoned and the next kubelet
 //! starts it over with the full grace, as upstream does (T3).

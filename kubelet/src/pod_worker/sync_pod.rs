@@ -8,6 +8,8 @@
 //! The events are upstream's: `Pulled` (`Container image "nginx" already present on
 //! machine`), `Created`, `Started`, `Failed`, `BackOff`, `Killing`. minik adds
 //! `PostStartHookStarted` / `PostStartHookCompleted` (its own names, for the demo's timeline).
+//!
+//! Read next: `sync_terminating_pod.rs`, the other way a worker's pass can go.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,9 +21,9 @@ use tracing::{info, warn};
 
 use crate::container::{container_config, pod_log_dir, PodContext};
 use crate::cri::{ContainerState, ContainerStatus};
+use crate::plan::{plan, Action, KillReason, PlanInput, StartFailure, StartFailureKind};
 use crate::pod_worker::{find_container, ContainerEvent, PodWorker};
 use crate::status::{compute, PodView};
-use crate::sync::{plan, Action, KillReason, PlanInput, StartFailure, StartFailureKind};
 use crate::terminate::{stop_container, StopRequest};
 
 impl PodWorker {
