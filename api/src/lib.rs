@@ -14,11 +14,13 @@
 //! - [`status`]: builders for the `Status` object every API error is;
 //! - [`selector`]: label and field selectors, parsed and matched;
 //! - [`printers`]: the columns and cells of `get` for each kind (the server's Tables);
-//! - [`table`]: the `meta.k8s.io/v1` Table those cells travel in (k8s-openapi lacks it).
+//! - [`table`]: the `meta.k8s.io/v1` Table those cells travel in (k8s-openapi lacks it);
+//! - [`grace`]: which grace period a pod gets, for the API server and the kubelet alike.
 //!
 //! Read next: `apiserver/src/lib.rs`, where these objects are stored and served.
 
 pub mod defaults;
+pub mod grace;
 pub mod key;
 pub mod printers;
 pub mod resource;

@@ -205,7 +205,7 @@ const CONTAINER: &[Rule] = &[
 ];
 
 /// An init container: a container, and `restartPolicy: Always` (a sidecar) is not special to
-/// minik's kubelet (`kubelet/src/sync.rs`), so the next init container waits for it to exit.
+/// minik's kubelet (`kubelet/src/plan.rs`), so the next init container waits for it to exit.
 #[rustfmt::skip]
 const INIT_CONTAINER: &[Rule] = &[
     field("restartPolicy", Is(&["Always"]),

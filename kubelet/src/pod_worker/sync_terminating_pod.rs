@@ -1,6 +1,6 @@
 //! The end of a pod: stop every container in parallel, report the final status, release the
 //! sandbox, remove every container record and the pod's logs, and remove the pod object. Nothing
-//! of a deleted pod stays on the node (`tests/cleanup.rs` checks it on real processes).
+//! of a deleted pod stays on the node (`kubelet/tests/cleanup.rs` checks it on real processes).
 //!
 //! Kubernetes counterpart: `SyncTerminatingPod` and `SyncTerminatedPod` in
 //! `pkg/kubelet/kubelet.go`, `killPodWithSyncResult` / `killContainersWithSyncResult` in
@@ -10,7 +10,7 @@
 //! The grace can shrink while we wait: a second `kubectl delete --grace-period=N` reaches us as
 //! another MODIFIED event with a smaller `deletionGracePeriodSeconds`, and a force delete as a
 //! DELETED event; both are fed into a watch channel every container's stop sequence follows
-//! (see `terminate.rs` for the per-container rules).
+//! (see [`crate::terminate`] for the per-container rules).
 //!
 //! If the kubelet shuts down in the middle, termination is abandoned and the next kubelet
 //! starts it over with the full grace, as upstream does (T3).
@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
+use minik_api::grace;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{info, warn};
@@ -27,13 +28,13 @@ use tracing::{info, warn};
 use crate::container::pod_log_dir;
 use crate::cri::ContainerState;
 use crate::pod_worker::{find_container, PodUpdate, PodWorker};
-use crate::terminate::{effective_grace_seconds, stop_container, StopRequest};
+use crate::terminate::{stop_container, StopRequest};
 
 impl PodWorker {
     /// Stops the pod's containers and, unless the kubelet shuts down meanwhile, finishes the
     /// deletion. `removed`: the pod is already gone from the API (force delete).
     pub(crate) async fn terminate_pod(mut self, pod: Arc<Pod>, removed: bool) {
-        let grace_seconds = effective_grace_seconds(&pod, removed);
+        let mut grace_seconds = grace::termination_grace(pod.as_ref(), removed);
         info!(pod = %self.key, grace_seconds, removed, "terminating pod");
         self.stop_watching();
         let grace = Duration::from_secs(grace_seconds as u64);
@@ -79,10 +80,12 @@ impl PodWorker {
                     if changed.is_err() { continue; }
                     let update = self.updates.borrow_and_update().clone();
                     removed |= matches!(update, PodUpdate::Removed(_));
-                    let shorter = Duration::from_secs(effective_grace_seconds(update.pod(), removed) as u64);
-                    if shorter < *grace_tx.borrow() {
-                        info!(pod = %self.key, grace_seconds = shorter.as_secs(), "grace period shortened");
-                        let _ = grace_tx.send(shorter);
+                    let proposed = grace::termination_grace(update.pod().as_ref(), removed);
+                    // The grace may only shrink while we wait (`calculateEffectiveGracePeriod`).
+                    if grace::shortens(grace_seconds, proposed) {
+                        grace_seconds = proposed;
+                        info!(pod = %self.key, grace_seconds, "grace period shortened");
+                        let _ = grace_tx.send(Duration::from_secs(grace_seconds as u64));
                     }
                 }
             }

@@ -1,10 +1,10 @@
-//! Unit tests of `sync::plan`: one rule per test, on fixture pods and runtime snapshots.
+//! Unit tests of `plan::plan`: one rule per test, on fixture pods and runtime snapshots.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::*;
-use crate::testutil::{at, exited, pod, pod_with_init, running};
+use crate::testing::{at, exited, pod, pod_with_init, running};
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
 

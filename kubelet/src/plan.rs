@@ -3,7 +3,7 @@
 //! Kubernetes counterpart: `computePodActions` in
 //! `pkg/kubelet/kuberuntime/kuberuntime_manager.go` (which containers to start or kill), with the
 //! restart rules of `pkg/kubelet/container/helpers.go` (`ShouldContainerBeRestarted`) and the
-//! CrashLoopBackOff curve of `doBackOff`. The pod worker (`pod_worker.rs`) gathers the facts — the
+//! CrashLoopBackOff curve of `doBackOff`. The pod worker (`pod_worker/`) gathers the facts — the
 //! pod from the API, the containers the runtime reports, the kubelet's small memory of past
 //! failures — calls [`plan`], and applies the actions it returns. Nothing here does I/O, so every
 //! rule is pinned by a unit test at the bottom of this file.
@@ -28,7 +28,8 @@
 //! with their own `restartPolicy: Always` are treated as ordinary init containers), and image
 //! "pulls" are instantaneous lookups in a table of built-in programs.
 //!
-//! Read next: `pod_worker.rs`, which turns these actions into runtime calls.
+//! Read next: `pod_worker/mod.rs` and `pod_worker/sync_pod.rs`, which turn these actions into
+//! runtime calls.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -484,5 +485,5 @@ pub fn add(at: Timestamp, delay: Duration) -> Timestamp {
 }
 
 #[cfg(test)]
-#[path = "sync_tests.rs"]
+#[path = "plan_tests.rs"]
 mod tests;

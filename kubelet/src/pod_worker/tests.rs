@@ -14,11 +14,11 @@ use tokio_util::task::TaskTracker;
 
 use crate::cri::fake::{Behavior, FakeRuntime, OnTerm};
 use crate::cri::{ContainerConfig, ContainerState, Runtime, StopSignal};
+use crate::plan::BackoffPolicy;
 use crate::pod_worker::{PodUpdate, PodWorker, WorkerContext};
 use crate::reporter::RecordingReporter;
 use crate::sandbox::FakeSandbox;
-use crate::sync::BackoffPolicy;
-use crate::testutil::{pod, pod_with_init};
+use crate::testing::{pod, pod_with_init};
 
 /// One worker under test and everything it talks to.
 struct Harness {

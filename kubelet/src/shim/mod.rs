@@ -26,7 +26,7 @@
 //! - Its stderr, until the handshake, is a pipe the runtime reads if no handshake comes. After
 //!   it, anything the shim has to say goes to `DIR/shim.log`, created only then: a container that
 //!   starts and ends normally costs no file for it (files are created on the start path, see
-//!   `cri/process.rs`).
+//!   `cri/process/`).
 //! - It reaps every child until the container's main process exits, then SIGKILLs every remaining
 //!   descendant (also ones that called `setsid()`: they are still below the subreaper) until none
 //!   is left, writes `DIR/exit.json` (`exit_code` = 128 + N after signal N) and exits 0.

@@ -5,7 +5,7 @@
 //! `SyncTerminatedPod`) and `Kubelet.SyncPod` in `pkg/kubelet/kubelet.go`. The worker is
 //! level-triggered: whatever woke it (a new version of the pod, a container exit, a probe
 //! verdict, a backoff timer), it looks at the latest pod and the runtime's containers again and
-//! asks the pure [`crate::sync::plan`] what to do.
+//! asks the pure [`crate::plan::plan`] what to do.
 //!
 //! The loop of one worker:
 //! 1. set up the sandbox (IP, volumes), once;
@@ -13,6 +13,13 @@
 //! 3. wait for the next wake-up;
 //! 4. when the pod has a `deletionTimestamp` (a MODIFIED event) or is gone from the API (a
 //!    force delete), run the termination path (`sync_terminating_pod.rs`) and end.
+//!
+//! This folder holds the worker whole: the struct and its loop here, one pass over a running
+//! pod in `sync_pod.rs`, the end of a pod in `sync_terminating_pod.rs` (both named after the
+//! upstream functions they mirror), and the worker's tests in `tests.rs`. The main loop that
+//! starts one worker per pod is `sync_loop.rs`, beside this folder.
+//!
+//! Read next: `sync_pod.rs`.
 //!
 //! When the kubelet itself shuts down, the worker just stops: the processes keep running and
 //! the next kubelet adopts them (nothing killed, nothing started twice).
@@ -31,10 +38,15 @@ use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use crate::cri::{ContainerState, ContainerStatus, Runtime};
+use crate::plan::{BackoffPolicy, ContainerMemo, KillReason};
 use crate::probes::{ProbeKind, ProbeUpdate};
 use crate::reporter::PodReporter;
 use crate::sandbox::{PodSandbox, Sandbox};
-use crate::sync::{BackoffPolicy, ContainerMemo, KillReason};
+
+mod sync_pod;
+mod sync_terminating_pod;
+#[cfg(test)]
+mod tests;
 
 /// What every pod worker of one kubelet shares.
 pub struct WorkerContext {

@@ -8,6 +8,8 @@
 //! The events are upstream's: `Pulled` (`Container image "nginx" already present on
 //! machine`), `Created`, `Started`, `Failed`, `BackOff`, `Killing`. minik adds
 //! `PostStartHookStarted` / `PostStartHookCompleted` (its own names, for the demo's timeline).
+//!
+//! Read next: `sync_terminating_pod.rs`, the other way a worker's pass can go.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,9 +21,9 @@ use tracing::{info, warn};
 
 use crate::container::{container_config, pod_log_dir, PodContext};
 use crate::cri::{ContainerState, ContainerStatus};
+use crate::plan::{plan, Action, KillReason, PlanInput, StartFailure, StartFailureKind};
 use crate::pod_worker::{find_container, ContainerEvent, PodWorker};
 use crate::status::{compute, PodView};
-use crate::sync::{plan, Action, KillReason, PlanInput, StartFailure, StartFailureKind};
 use crate::terminate::{stop_container, StopRequest};
 
 impl PodWorker {
@@ -297,11 +299,8 @@ impl PodWorker {
                 .and_then(|p| p.termination_grace_period_seconds),
             KillReason::PostStartHook | KillReason::DefinitionChanged => None,
         };
-        let spec_grace = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.termination_grace_period_seconds);
-        let grace = Duration::from_secs(probe_grace.or(spec_grace).unwrap_or(30).max(1) as u64);
+        let grace_seconds = minik_api::grace::container_kill_grace(pod.as_ref(), probe_grace);
+        let grace = Duration::from_secs(grace_seconds as u64);
         let message = match reason {
             KillReason::Liveness => {
                 format!("Container {name} failed liveness probe, will be restarted")
