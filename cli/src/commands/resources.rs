@@ -244,7 +244,8 @@ mod tests {
 
     #[test]
     fn each_global_flag_alone_in_either_place() {
-        let cases: [(&str, fn(&GlobalFlags) -> Option<String>); 5] = [
+        type Read = fn(&GlobalFlags) -> Option<String>;
+        let cases: [(&str, Read); 5] = [
             ("-n ns", |f| Some(f.namespace().to_string())),
             ("--namespace ns", |f| Some(f.namespace().to_string())),
             ("-s ns", |f| f.server.clone()),
