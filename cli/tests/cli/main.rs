@@ -6,6 +6,7 @@ mod apply;
 mod delete;
 mod errors;
 mod get;
+mod global_flags;
 mod watcher;
 
 use std::process::Output;
