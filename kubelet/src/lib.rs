@@ -57,8 +57,6 @@ mod sync_pod;
 mod sync_terminating_pod;
 pub mod terminate;
 pub mod volumes;
-// Hollow (kwok-style) nodes for `minik bench`; owned by the performance helper.
-pub mod hollow;
 
 pub mod args;
 pub use args::Args;
