@@ -44,7 +44,9 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         nodes: args.nodes,
         command: command_line(),
     };
-    Ok(minik_lab::bench::run(options).await?)
+    minik_lab::bench::run(options)
+        .await
+        .map_err(crate::output::from_lab)
 }
 
 /// The command that reproduces this run, for BENCHMARKS.md.

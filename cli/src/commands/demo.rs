@@ -87,5 +87,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         grace: args.grace,
         shutdown: args.shutdown,
     };
-    Ok(minik_lab::demo::run(options).await?)
+    minik_lab::demo::run(options)
+        .await
+        .map_err(crate::output::from_lab)
 }

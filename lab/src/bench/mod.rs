@@ -239,7 +239,7 @@ async fn guarded(
         }
         Err(err) => {
             say(&format!(
-                "  failed after {:.1}s: {err:#}",
+                "  failed after {:.1}s: {err}",
                 started.elapsed().as_secs_f64()
             ));
             templates.into_iter().map(|row| row.failed(&err)).collect()

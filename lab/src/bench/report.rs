@@ -78,7 +78,7 @@ impl Row {
 
     /// The row for a measurement that could not run.
     pub fn failed(mut self, error: &crate::Error) -> Row {
-        self.result = format!("error: {error:#}");
+        self.result = format!("error: {error}");
         self.met = None;
         self
     }
