@@ -59,8 +59,6 @@ pub mod status;
 pub mod sync_loop;
 pub mod terminate;
 pub mod volumes;
-// Hollow (kwok-style) nodes for `minik bench`; owned by the performance helper.
-pub mod hollow;
 
 pub mod args;
 pub use args::Args;

@@ -3,7 +3,8 @@
 //! Kubernetes counterpart: kubectl's command tree (`staging/src/k8s.io/kubectl/pkg/cmd/cmd.go`) for
 //! `apply`, `get`, `delete`, `describe`, `logs`, and the component binaries (`cmd/kube-*`) for
 //! `apiserver`, `scheduler`, `kubelet`, `endpoint-controller`, `proxy`. `up`, `down`, `status` run a
-//! whole cluster on the laptop (like `kind`), `demo` replays the seeds' experiments.
+//! whole cluster on the laptop (like `kind`, through `minik-cluster`), `demo` replays the seeds'
+//! experiments and `bench` measures minik (both in `minik-lab`; here only their flags).
 
 pub mod apply;
 pub mod bench;

@@ -1,17 +1,17 @@
-//! Measurement 8: cold start, `start_cluster` → node Ready → first pod Running.
+//! Measurement 8: cold start, `Cluster::start` → node Ready → first pod Running.
 //!
 //! Kubernetes counterpart: what kind, minikube and k3s report as cluster creation time (kind#2893,
 //! minikube's time-to-k8s, k3s#4340): seconds to a minute. minik starts every component as a child
-//! process ([`start_cluster`], the code behind `minik up`), so the floor is a handful of process
+//! process ([`Cluster::start`], the code behind `minik up`), so the floor is a handful of process
 //! starts plus the first durable writes.
 //!
 //! Node Ready is observed by a watch that the bench opens as soon as the apiserver answers, in
-//! parallel with `start_cluster`; the first pod is applied when `start_cluster` returns (the way a
+//! parallel with `Cluster::start`; the first pod is applied when `Cluster::start` returns (the way a
 //! user runs `minik up` and then `minik apply`) and timed until it is Running on a watch.
 
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::Context;
 use futures::StreamExt;
 use minik_api::core::{Node, Pod};
 use minik_client::{Api, Client, Event, ListParams};
@@ -40,7 +40,7 @@ pub fn templates() -> Vec<Row> {
 }
 
 /// Starts the cluster and measures its start. Fails only if the cluster cannot start at all.
-pub async fn cold_start(options: ClusterConfig) -> anyhow::Result<(Cluster, Vec<Row>)> {
+pub async fn cold_start(options: ClusterConfig) -> crate::Result<(Cluster, Vec<Row>)> {
     let server = format!("http://{}", options.listen);
     let started = Instant::now();
     let node_ready = tokio::spawn(watch_node_ready(server, started));
@@ -52,10 +52,10 @@ pub async fn cold_start(options: ClusterConfig) -> anyhow::Result<(Cluster, Vec<
     let node_ready = match tokio::time::timeout(Duration::from_secs(5), node_ready).await {
         Ok(Ok(Ok(elapsed))) => Ok(elapsed),
         Ok(Ok(Err(err))) => Err(err),
-        Ok(Err(join)) => Err(anyhow::anyhow!("node watch task failed: {join}")),
+        Ok(Err(join)) => Err(crate::error::message!("node watch task failed: {join}")),
         Err(_) => {
             abort.abort();
-            Err(anyhow::anyhow!(
+            Err(crate::error::message!(
                 "node-1 not seen Ready within 5s of the cluster start"
             ))
         }
@@ -63,7 +63,7 @@ pub async fn cold_start(options: ClusterConfig) -> anyhow::Result<(Cluster, Vec<
     let first_pod = first_pod_running(&cluster.server_url, started).await;
     let [ready_row, pod_row]: [Row; 2] = templates()
         .try_into()
-        .map_err(|_| anyhow::anyhow!("two templates"))?;
+        .map_err(|_| crate::error::message!("two templates"))?;
     let ready_row = match node_ready {
         Ok(elapsed) => {
             let ms_ = elapsed.as_secs_f64() * 1e3;
@@ -94,14 +94,14 @@ pub async fn cold_start(options: ClusterConfig) -> anyhow::Result<(Cluster, Vec<
 }
 
 /// Waits for the apiserver to answer, then watches nodes until `node-1` is Ready.
-async fn watch_node_ready(server: String, started: Instant) -> anyhow::Result<Duration> {
+async fn watch_node_ready(server: String, started: Instant) -> crate::Result<Duration> {
     let client = Client::new(&server)?;
     let nodes: Api<Node> = Api::all(client);
     // The apiserver is not listening yet: retry the first list every 2 ms (the bench may poll;
     // components may not).
     let deadline = Instant::now() + Duration::from_secs(30);
     while nodes.list(&ListParams::default().limit(1)).await.is_err() {
-        anyhow::ensure!(
+        crate::error::ensure!(
             Instant::now() < deadline,
             "the apiserver did not answer within 30s"
         );
@@ -118,7 +118,7 @@ async fn watch_node_ready(server: String, started: Instant) -> anyhow::Result<Du
             return Ok(started.elapsed());
         }
     }
-    anyhow::bail!("node watch ended")
+    crate::error::bail!("node watch ended")
 }
 
 fn is_ready(node: &Node) -> bool {
@@ -131,7 +131,7 @@ fn is_ready(node: &Node) -> bool {
 }
 
 /// Applies one pod and waits until it is Running; returns (time since `started`, apply → Running).
-async fn first_pod_running(server: &str, started: Instant) -> anyhow::Result<(Duration, Duration)> {
+async fn first_pod_running(server: &str, started: Instant) -> crate::Result<(Duration, Duration)> {
     let client = Client::new(server)?;
     let watch = PodWatch::start(&client, "bench=first").await?;
     let api: Api<Pod> = Api::namespaced(client, "default");

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::Context;
 use futures::{StreamExt, TryStreamExt};
 use minik_api::core::Pod;
 use minik_client::{Api, Client, DeleteParams, Event, ListParams};
@@ -51,7 +51,7 @@ pub fn templates() -> Vec<Row> {
 }
 
 /// Runs both phases.
-pub async fn measure(ctx: &Bench) -> anyhow::Result<Vec<Row>> {
+pub async fn measure(ctx: &Bench) -> crate::Result<Vec<Row>> {
     let total = ctx.size(20, 200);
     let watch = PodWatch::start(&ctx.client, "bench=startup").await?;
     let (sequential, seq_cpu) = run_phase(ctx, &watch, "bench-seq", total, 1)
@@ -104,7 +104,7 @@ async fn run_phase(
     prefix: &str,
     total: usize,
     concurrency: usize,
-) -> anyhow::Result<(Stats, Vec<(String, f64)>)> {
+) -> crate::Result<(Stats, Vec<(String, f64)>)> {
     let batch = concurrency * (100 / concurrency);
     let settle = ctx.size(Duration::from_millis(300), Duration::from_secs(2));
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), "default");
@@ -142,7 +142,7 @@ async fn run_phase(
 }
 
 /// Creates one pod and waits until the watch shows it Running; returns the time that took.
-async fn start_one(api: &Api<Pod>, watch: &PodWatch, name: String) -> anyhow::Result<Duration> {
+async fn start_one(api: &Api<Pod>, watch: &PodWatch, name: String) -> crate::Result<Duration> {
     let running = watch.expect(&name, Want::Running);
     let started = Instant::now();
     api.create(&sleep_pod(&name, "startup"))
@@ -160,7 +160,7 @@ pub async fn delete_and_wait(
     api: &Api<Pod>,
     watch: &PodWatch,
     names: &[String],
-) -> anyhow::Result<()> {
+) -> crate::Result<()> {
     let gone: Vec<_> = names.iter().map(|n| watch.expect(n, Want::Gone)).collect();
     futures::stream::iter(names)
         .map(|name| async move {
@@ -215,7 +215,7 @@ pub struct PodWatch {
 impl PodWatch {
     /// Starts watching pods matching `label_selector` in every namespace; returns once the
     /// initial list is in (so nothing created afterwards can be missed).
-    pub async fn start(client: &Client, label_selector: &str) -> anyhow::Result<PodWatch> {
+    pub async fn start(client: &Client, label_selector: &str) -> crate::Result<PodWatch> {
         let waiters: Waiters = Arc::default();
         let (ready_tx, ready_rx) = oneshot::channel();
         let stream = minik_client::watcher(

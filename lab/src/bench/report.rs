@@ -77,8 +77,8 @@ impl Row {
     }
 
     /// The row for a measurement that could not run.
-    pub fn failed(mut self, error: &anyhow::Error) -> Row {
-        self.result = format!("error: {error:#}");
+    pub fn failed(mut self, error: &crate::Error) -> Row {
+        self.result = format!("error: {error}");
         self.met = None;
         self
     }

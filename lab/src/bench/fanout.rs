@@ -17,7 +17,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::Context;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use minik_client::{Api, ListParams, Patch};
@@ -65,7 +65,7 @@ struct Seen {
 }
 
 /// Runs both phases.
-pub async fn measure(ctx: &Bench) -> anyhow::Result<Vec<Row>> {
+pub async fn measure(ctx: &Bench) -> crate::Result<Vec<Row>> {
     let api: Api<Lease> = Api::namespaced(ctx.client.clone(), "default");
     futures::stream::iter(0..KEYS)
         .map(|i| {
@@ -175,7 +175,7 @@ async fn steady_writes(
     api: &Api<Lease>,
     base: Instant,
     duration: Duration,
-) -> anyhow::Result<(usize, u64)> {
+) -> crate::Result<(usize, u64)> {
     let mut ticker = tokio::time::interval(Duration::from_millis(2));
     let count = (duration.as_millis() / 2) as usize;
     let tasks: Vec<_> = (0..count)
@@ -206,7 +206,7 @@ async fn capacity_writes(
     api: &Api<Lease>,
     base: Instant,
     duration: Duration,
-) -> anyhow::Result<(usize, u64)> {
+) -> crate::Result<(usize, u64)> {
     let deadline = Instant::now() + duration;
     let writers: Vec<_> = (0..32)
         .map(|w| {
@@ -250,7 +250,7 @@ async fn read_watch<B: AsRef<[u8]>>(
     mut stream: impl futures::Stream<Item = minik_client::Result<B>> + Unpin,
     base: Instant,
     mut stop: watch::Receiver<u64>,
-) -> anyhow::Result<Seen> {
+) -> crate::Result<Seen> {
     let mut seen = Seen::default();
     let mut buffer: Vec<u8> = Vec::new();
     loop {

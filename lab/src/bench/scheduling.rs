@@ -2,7 +2,7 @@
 //!
 //! Kubernetes counterpart: scheduler_perf's `SchedulingBasic` (`test/integration/scheduler_perf`,
 //! 5 000 nodes / 10 000 pods, CI floor 270 pods/s) run against kwok-style nodes. Here the nodes are
-//! [`minik_kubelet::hollow`]: 1 000 Ready nodes (50 with `--quick`) registered by one task of the
+//! [`crate::hollow`]: 1 000 Ready nodes (50 with `--quick`) registered by one task of the
 //! bench, which also reports each bound pod Running without starting anything. The pods select
 //! those nodes with a `nodeSelector`, so the real node of the bench cluster is left alone.
 //!
@@ -14,11 +14,11 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::Context;
+use crate::hollow::{HollowConfig, HollowNodes, HOLLOW_LABEL};
 use futures::{StreamExt, TryStreamExt};
 use minik_api::core::Pod;
 use minik_client::{Api, DeleteParams, Event, ListParams};
-use minik_kubelet::hollow::{HollowConfig, HollowNodes, HOLLOW_LABEL};
 use serde_json::json;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -50,7 +50,7 @@ struct Progress {
 }
 
 /// Registers the hollow nodes, schedules the pods, cleans up.
-pub async fn measure(ctx: &Bench) -> anyhow::Result<Vec<Row>> {
+pub async fn measure(ctx: &Bench) -> crate::Result<Vec<Row>> {
     let node_count = ctx.size(50, 1_000);
     let pod_count = ctx.size(500, 10_000);
     let config = HollowConfig {
@@ -81,7 +81,7 @@ async fn schedule(
     node_count: usize,
     pod_count: usize,
     registration: Duration,
-) -> anyhow::Result<Vec<Row>> {
+) -> crate::Result<Vec<Row>> {
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), "default");
     let mut progress = watch_progress(ctx, shutdown.child_token()).await?;
 
@@ -164,14 +164,14 @@ async fn wait_bound(
     progress: &mut watch::Receiver<Progress>,
     count: usize,
     limit: Duration,
-) -> anyhow::Result<Progress> {
+) -> crate::Result<Progress> {
     let outcome = tokio::time::timeout(limit, progress.wait_for(|p| p.bound >= count))
         .await
         .map(|found| found.map(|p| p.clone()));
     match outcome {
         Ok(Ok(p)) => Ok(p),
-        Ok(Err(_)) => anyhow::bail!("pod watch ended"),
-        Err(_) => anyhow::bail!(
+        Ok(Err(_)) => crate::error::bail!("pod watch ended"),
+        Err(_) => crate::error::bail!(
             "only {} of {count} pods bound within {limit:?}",
             progress.borrow().bound
         ),
@@ -182,7 +182,7 @@ async fn wait_bound(
 async fn watch_progress(
     ctx: &Bench,
     stop: CancellationToken,
-) -> anyhow::Result<watch::Receiver<Progress>> {
+) -> crate::Result<watch::Receiver<Progress>> {
     let (tx, rx) = watch::channel(Progress::default());
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), "default");

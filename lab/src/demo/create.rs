@@ -28,7 +28,7 @@ const NAME: &str = "demo-web";
 
 /// Applies a Service and a pod and narrates the pipeline until a request through the Service is
 /// answered by the new pod.
-pub async fn run(client: &Client, namespace: &str, narrate: bool) -> anyhow::Result<CreateResult> {
+pub async fn run(client: &Client, namespace: &str, narrate: bool) -> crate::Result<CreateResult> {
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
     let services = Api::<Service>::namespaced(client.clone(), namespace);
     let mut observer = Observer::start(client, namespace).await?;

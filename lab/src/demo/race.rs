@@ -67,7 +67,7 @@ pub async fn run(
     namespace: &str,
     options: &RaceOptions,
     narrate: bool,
-) -> anyhow::Result<Vec<Variant>> {
+) -> crate::Result<Vec<Variant>> {
     let mut variants = Vec::new();
     for pre_stop in [None, Some(options.pre_stop)] {
         let name = match pre_stop {
@@ -94,7 +94,7 @@ async fn run_variant(
     pre_stop: Option<Duration>,
     name: String,
     narrate: bool,
-) -> anyhow::Result<Variant> {
+) -> crate::Result<Variant> {
     let app = if pre_stop.is_some() {
         "race-prestop"
     } else {
@@ -186,7 +186,7 @@ async fn run_variant(
 }
 
 /// Waits until the proxy has applied an endpoint set with every replica.
-async fn wait_until_routed(observer: &mut Observer, replicas: usize) -> anyhow::Result<()> {
+async fn wait_until_routed(observer: &mut Observer, replicas: usize) -> crate::Result<()> {
     loop {
         if let Seen::Event(event) = observer
             .next(Duration::from_secs(60), "the replicas to be routed")
@@ -203,7 +203,7 @@ async fn wait_until_routed(observer: &mut Observer, replicas: usize) -> anyhow::
 }
 
 /// Waits until the pod object is gone; returns when the watch saw it go.
-async fn wait_until_removed(observer: &mut Observer, pod_name: &str) -> anyhow::Result<Timestamp> {
+async fn wait_until_removed(observer: &mut Observer, pod_name: &str) -> crate::Result<Timestamp> {
     loop {
         match observer
             .next(Duration::from_secs(90), "the deleted pod to be removed")
@@ -227,7 +227,7 @@ async fn add_cluster_events(
     service: &str,
     since: Timestamp,
     timeline: &mut Timeline,
-) -> anyhow::Result<()> {
+) -> crate::Result<()> {
     let events = Api::<Event>::namespaced(client.clone(), namespace)
         .list(&ListParams::default())
         .await?
@@ -275,7 +275,7 @@ async fn cleanup(
     services: &Api<Service>,
     names: &[String],
     service: &str,
-) -> anyhow::Result<()> {
+) -> crate::Result<()> {
     for pod_name in names {
         pods.delete(pod_name, &DeleteParams::grace(0)).await?;
     }

@@ -14,7 +14,8 @@
 //!    own inside 127.0.0.0/8 (`127.248.0.0/24`, `127.248.1.0/24`, …: never bound, but kept on
 //!    loopback like every minik address). An existing node of that name is replaced.
 //! 2. [`HollowNodes::run`] opens **one** watch on all pods (kwok does the same; one watch per node
-//!    would be N connections) and keeps only the pods whose `spec.nodeName` is one of ours:
+//!    would be N connections) and hands the pods whose `spec.nodeName` is one of ours to the
+//!    hollow pod controller (`pods.rs`, kwok's pod controller):
 //!    - a bound pod not yet `Running` gets one status patch: phase `Running`, `podIP`, the `Ready`
 //!      conditions and a running state per container (what `sync_pod` + the status manager of a real
 //!      kubelet would eventually write);
@@ -24,9 +25,16 @@
 //!
 //! minik simplifies: no heartbeats or leases (nothing in minik marks a silent node NotReady), no
 //! container state machine (pods go straight to Running), no node status updates after
-//! registration.
+//! registration. The real kubelet (`minik-kubelet`) shares no code with this: a hollow node runs
+//! nothing, so it needs none of the kubelet's runtime, sandbox or pod workers.
+//!
+//! Used by `bench/scheduling.rs` (scheduler_perf's fake nodes). Read next: `pods.rs`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+mod pods;
+
+pub use pods::running_status;
+
+use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
@@ -34,28 +42,12 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use minik_api::core::{Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, Pod};
 use minik_api::meta::ObjectMeta;
-use minik_client::{Api, Client, DeleteParams, ListParams, Patch};
-use serde_json::{json, Value};
-use tokio::sync::{Mutex, Semaphore};
+use minik_client::{Api, Client, DeleteParams, ListParams};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
-/// Errors of the hollow nodes. (`Client` carries a whole `Status`, as the client's own error does;
-/// its size does not matter next to an HTTP round trip.)
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// An API call failed.
-    #[error("hollow nodes: {0}")]
-    Client(#[from] minik_client::Error),
-    /// The configuration cannot work.
-    #[error("hollow nodes: {0}")]
-    Config(String),
-}
-
-/// `Result` of this module.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+use crate::Result;
+use pods::HollowPodController;
 
 /// The label every hollow node carries (value `"true"`), so pods can target them with a
 /// `nodeSelector` and real nodes are left alone.
@@ -126,10 +118,10 @@ impl HollowNodes {
     /// Creates (or replaces) the `count` Node objects, all Ready.
     pub async fn register(config: HollowConfig) -> Result<HollowNodes> {
         if config.count > MAX_HOLLOW_NODES {
-            return Err(Error::Config(format!(
-                "at most {MAX_HOLLOW_NODES} hollow nodes, asked for {}",
+            crate::error::bail!(
+                "hollow nodes: at most {MAX_HOLLOW_NODES}, asked for {}",
                 config.count
-            )));
+            );
         }
         let client = Client::new(&config.server)?;
         let api: Api<Node> = Api::all(client.clone());
@@ -158,7 +150,7 @@ impl HollowNodes {
     /// Watches all pods and plays kubelet for the ones bound to our nodes, until `shutdown`.
     pub async fn run(self, shutdown: CancellationToken) -> Result<()> {
         let pods: Api<Pod> = Api::all(self.client.clone());
-        let worker = PodWorker::new(
+        let worker = HollowPodController::new(
             self.client.clone(),
             self.names.clone(),
             self.config.concurrency,
@@ -276,141 +268,6 @@ pub fn hollow_node(config: &HollowConfig, name: &str, index: usize) -> Node {
     }
 }
 
-/// Plays the kubelet's part for each pod: one status patch to Running, one final delete.
-struct PodWorker {
-    client: Client,
-    names: Arc<HashMap<String, usize>>,
-    /// Pod uids already handled (reported Running / finally deleted), so a watch event for our own
-    /// patch does not cause another one.
-    done: Arc<Mutex<HashSet<String>>>,
-    /// Addresses handed out per node index.
-    next_ip: Mutex<HashMap<usize, u64>>,
-    limit: Arc<Semaphore>,
-    tasks: TaskTracker,
-}
-
-impl PodWorker {
-    fn new(client: Client, names: Arc<HashMap<String, usize>>, concurrency: usize) -> Self {
-        PodWorker {
-            client,
-            names,
-            done: Arc::default(),
-            next_ip: Mutex::default(),
-            limit: Arc::new(Semaphore::new(concurrency.max(1))),
-            tasks: TaskTracker::new(),
-        }
-    }
-
-    /// Decides what a pod needs (nothing, Running, final delete) and starts it.
-    async fn handle(&self, pod: Pod) {
-        let Some(index) = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_ref())
-            .and_then(|n| self.names.get(n))
-            .copied()
-        else {
-            return;
-        };
-        let (Some(uid), Some(name), Some(namespace)) = (
-            pod.metadata.uid.clone(),
-            pod.metadata.name.clone(),
-            pod.metadata.namespace.clone(),
-        ) else {
-            return;
-        };
-        let terminating = pod.metadata.deletion_timestamp.is_some();
-        let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
-        let key = if terminating {
-            format!("{uid}/delete")
-        } else {
-            uid.clone()
-        };
-        if (!terminating && running) || !self.done.lock().await.insert(key) {
-            return;
-        }
-        // Backpressure: the watch loop waits here when `concurrency` calls are in flight.
-        let Ok(permit) = self.limit.clone().acquire_owned().await else {
-            return;
-        };
-        let api = Api::<Pod>::namespaced(self.client.clone(), &namespace);
-        if terminating {
-            self.tasks.spawn(async move {
-                let result = api
-                    .delete(&name, &DeleteParams::grace(0).with_uid(&uid))
-                    .await;
-                match result {
-                    Ok(_) => debug!(pod = %format!("{namespace}/{name}"), "deleted hollow pod"),
-                    Err(err) if err.is_not_found() || err.is_conflict() => {}
-                    Err(err) => warn!(pod = %name, error = %err, "final delete failed"),
-                }
-                drop(permit);
-            });
-        } else {
-            let ip = {
-                let mut next = self.next_ip.lock().await;
-                let n = next.entry(index).or_insert(0);
-                *n += 1;
-                pod_ip(pod_cidr(index), *n - 1)
-            };
-            let patch = running_status(&pod, ip);
-            let done = self.done.clone();
-            self.tasks.spawn(async move {
-                if let Err(err) = api.patch_status(&name, &Patch::Merge(patch)).await {
-                    // Not found: deleted meanwhile. Otherwise let a later event retry.
-                    if !err.is_not_found() {
-                        warn!(pod = %name, error = %err, "status patch failed");
-                        done.lock().await.remove(&uid);
-                    }
-                } else {
-                    debug!(pod = %format!("{namespace}/{name}"), ip = %ip, "hollow pod running");
-                }
-                drop(permit);
-            });
-        }
-    }
-
-    /// A pod is gone: forget its uid.
-    async fn forget(&self, pod: &Pod) {
-        if let Some(uid) = &pod.metadata.uid {
-            let mut done = self.done.lock().await;
-            done.remove(uid);
-            done.remove(&format!("{uid}/delete"));
-        }
-    }
-}
-
-/// The merge patch a kubelet's status manager would end up writing for a started pod.
-pub fn running_status(pod: &Pod, ip: Ipv4Addr) -> Value {
-    let now = minik_api::now();
-    let now = serde_json::to_value(&now).unwrap_or(Value::Null);
-    let condition =
-        |type_: &str| json!({"type": type_, "status": "True", "lastTransitionTime": now});
-    let containers: Vec<Value> = pod
-        .spec
-        .iter()
-        .flat_map(|spec| spec.containers.iter())
-        .map(|c| {
-            json!({
-                "name": c.name, "image": c.image.clone().unwrap_or_default(), "imageID": "",
-                "ready": true, "started": true, "restartCount": 0,
-                "state": {"running": {"startedAt": now}},
-            })
-        })
-        .collect();
-    json!({"status": {
-        "phase": "Running",
-        "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}],
-        "podIP": ip.to_string(), "podIPs": [{"ip": ip.to_string()}],
-        "startTime": now,
-        "conditions": [
-            condition("PodReadyToStartContainers"), condition("Initialized"), condition("Ready"),
-            condition("ContainersReady"), condition("PodScheduled"),
-        ],
-        "containerStatuses": containers,
-    }})
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,27 +299,5 @@ mod tests {
             node.spec.unwrap().pod_cidr.as_deref(),
             Some("127.248.7.0/24")
         );
-    }
-
-    /// The Running patch carries the pod IP, Ready conditions and one running state per container.
-    #[test]
-    fn running_status_reports_ip_and_every_container() {
-        let pod: Pod = serde_json::from_value(json!({
-            "metadata": {"name": "p"},
-            "spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]},
-        }))
-        .unwrap();
-        let patch = running_status(&pod, Ipv4Addr::new(127, 248, 0, 9));
-        assert_eq!(patch["status"]["phase"], "Running");
-        assert_eq!(patch["status"]["podIP"], "127.248.0.9");
-        let statuses = patch["status"]["containerStatuses"].as_array().unwrap();
-        assert_eq!(statuses.len(), 2);
-        assert!(statuses[1]["state"]["running"]["startedAt"].is_string());
-        let ready = patch["status"]["conditions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c["type"] == "Ready");
-        assert!(ready);
     }
 }

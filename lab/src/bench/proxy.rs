@@ -17,7 +17,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::Context;
 use minik_api::core::{Endpoints, Service};
 use minik_client::{Api, DeleteParams};
 use serde_json::json;
@@ -46,13 +46,13 @@ pub fn templates() -> Vec<Row> {
             "proxy_latency",
             "6. proxy added latency per request (1-byte round trip)",
             "≤ 50 µs at p50",
-            "loopback round trip 16–88 µs p50 on 2 vCPUs (performance.md §7)",
+            "loopback round trip 16–88 µs p50 on 2 vCPUs (docs/benchmarks.md#floor)",
         ),
     ]
 }
 
 /// Sets up the backend and the Service, then measures both paths.
-pub async fn measure(ctx: &Bench) -> anyhow::Result<Vec<Row>> {
+pub async fn measure(ctx: &Bench) -> crate::Result<Vec<Row>> {
     let listener = TcpListener::bind(SocketAddr::from((BACKEND_IP, 0)))
         .await
         .context("binding the backend")?;
@@ -68,7 +68,7 @@ pub async fn measure(ctx: &Bench) -> anyhow::Result<Vec<Row>> {
     result
 }
 
-async fn measure_with(ctx: &Bench, backend: SocketAddr) -> anyhow::Result<Vec<Row>> {
+async fn measure_with(ctx: &Bench, backend: SocketAddr) -> crate::Result<Vec<Row>> {
     let cluster_address = create_service(ctx, backend.port()).await?;
     let service = wait_routed(ctx, cluster_address).await?;
     let bytes = ctx.size(64usize << 20, 1usize << 30);
@@ -121,7 +121,7 @@ async fn measure_with(ctx: &Bench, backend: SocketAddr) -> anyhow::Result<Vec<Ro
 }
 
 /// Creates the selector-less Service and its Endpoints; returns `clusterIP:port`.
-async fn create_service(ctx: &Bench, backend_port: u16) -> anyhow::Result<SocketAddr> {
+async fn create_service(ctx: &Bench, backend_port: u16) -> crate::Result<SocketAddr> {
     let service: Service = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": SERVICE},
@@ -150,14 +150,14 @@ async fn create_service(ctx: &Bench, backend_port: u16) -> anyhow::Result<Socket
 /// Probes the Service until a round trip works (the proxy has applied the Endpoints); returns the
 /// address that worked. That is `clusterIP:port`, unless the proxy could not bind it (another
 /// cluster on this machine holds it) and reports a fallback port in `GET /proxies`.
-async fn wait_routed(ctx: &Bench, cluster_address: SocketAddr) -> anyhow::Result<SocketAddr> {
+async fn wait_routed(ctx: &Bench, cluster_address: SocketAddr) -> crate::Result<SocketAddr> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let address = listen_address(ctx).await.unwrap_or(cluster_address);
         if ping_pong(address, 1).await.is_ok() {
             return Ok(address);
         }
-        anyhow::ensure!(
+        crate::error::ensure!(
             Instant::now() < deadline,
             "the proxy did not route {address} within 10s"
         );
@@ -189,7 +189,7 @@ async fn listen_address(ctx: &Bench) -> Option<SocketAddr> {
 }
 
 /// Sends `bytes` over one connection; returns bytes per second until the server's acknowledgement.
-async fn bulk(address: SocketAddr, bytes: usize) -> anyhow::Result<f64> {
+async fn bulk(address: SocketAddr, bytes: usize) -> crate::Result<f64> {
     let mut stream = TcpStream::connect(address).await?;
     stream.set_nodelay(true)?;
     let chunk = vec![0x5a_u8; CHUNK];
@@ -208,7 +208,7 @@ async fn bulk(address: SocketAddr, bytes: usize) -> anyhow::Result<f64> {
 }
 
 /// `count` 1-byte round trips over one connection (after 100 warm-up ones).
-async fn ping_pong(address: SocketAddr, count: usize) -> anyhow::Result<Stats> {
+async fn ping_pong(address: SocketAddr, count: usize) -> crate::Result<Stats> {
     let mut stream =
         tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(address)).await??;
     stream.set_nodelay(true)?;

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::Context;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use minik_client::{Api, Patch};
@@ -63,7 +63,7 @@ pub fn lease(name: &str, holder: &str) -> Lease {
 }
 
 /// Runs the three parts in order.
-pub async fn measure(ctx: &Bench) -> anyhow::Result<Vec<Row>> {
+pub async fn measure(ctx: &Bench) -> crate::Result<Vec<Row>> {
     let api: Api<Lease> = Api::namespaced(ctx.client.clone(), "default");
     let count = ctx.size(1_000, 10_000);
     let mut rows = templates().into_iter();
@@ -149,7 +149,7 @@ async fn background_writes(
     api: Api<Lease>,
     count: usize,
     stop: Arc<AtomicBool>,
-) -> anyhow::Result<usize> {
+) -> crate::Result<usize> {
     let mut ticker = tokio::time::interval(Duration::from_millis(5));
     let tasks = tokio_util::task::TaskTracker::new();
     let mut n = 0usize;

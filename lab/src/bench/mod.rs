@@ -4,24 +4,27 @@
 //! latency), `test/integration/scheduler_perf` (scheduling throughput onto fake nodes), kubemark /
 //! kwok (hollow nodes) and etcd's `benchmark` tool (put throughput, watch fan-out). minik runs a
 //! small version of each in one command, against one cluster it starts itself (a temp dir and a
-//! free loopback port, through [`start_cluster`], exactly what `minik up` runs), and prints one
+//! free loopback port, through [`Cluster::start`], exactly what `minik up` runs), and prints one
 //! table: measurement, result, target, anchor (`docs/benchmarks.md#anchors`).
 //!
 //! The measurements, one file each, in the order they run:
 //!
-//! 8. `startup.rs`: cold start, `start_cluster` → node Ready → first pod Running;
+//! 8. `startup.rs`: cold start, `Cluster::start` → node Ready → first pod Running;
 //! 7. `footprint.rs`: RSS and CPU of the idle stack (first, while it is still clean);
 //! 1. `pods.rs`: apply → Running through a watch, one at a time and 16 at once;
 //! 5. `endpoints.rs`: delete → gone from the Endpoints → the proxy's `EndpointsApplied`;
 //! 6. `proxy.rs`: bulk throughput and added latency through the proxy vs a direct connection;
 //! 3. `api.rs`: durable creates with 64 clients, write p99 under background load, GET p99;
 //! 4. `fanout.rs`: 100 watchers under 500 writes/s, then under as many writes as it takes;
-//! 2. `scheduling.rs`: N pods onto M hollow nodes (`minik_kubelet::hollow`), durable binds.
+//! 2. `scheduling.rs`: N pods onto M hollow nodes (`crate::hollow`), durable binds.
 //!
 //! Each measurement is bounded in time and failure-isolated: one that errors (a component still
 //! being written, say) becomes an `error: …` row and the run goes on. `--quick` shrinks every size
 //! so a debug build finishes in well under a minute (CI runs it); real figures need
 //! `cargo run --release --bin minik -- bench`.
+//!
+//! The `minik` binary parses the flags (`cli/src/commands/bench.rs`) into a [`BenchOptions`] and
+//! calls [`run`]. Read next: `startup.rs`, then `report.rs` for the rows and their formats.
 
 mod api;
 mod endpoints;
@@ -34,37 +37,43 @@ mod scheduling;
 mod startup;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::Context;
 use minik_client::Client;
 use tokio_util::sync::CancellationToken;
 
 use minik_cluster::{Cluster, ClusterConfig};
 use report::{Machine, Report, Row};
 
-/// Flags of `minik bench`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct BenchArgs {
+/// How the report is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// An aligned table for people.
+    Table,
+    /// JSON, for scripts.
+    Json,
+    /// The table of BENCHMARKS.md.
+    Markdown,
+}
+
+/// How to run the benchmark (`minik bench`'s flags, parsed by the binary).
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
     /// A smoke run: small sizes, short windows (CI runs this in a debug build).
-    #[arg(long)]
     pub quick: bool,
-    /// `table` (default), `json` (for scripts) or `markdown` (the table of BENCHMARKS.md).
-    #[arg(long, short = 'o', default_value = "table", value_parser = ["table", "json", "markdown"])]
-    pub output: String,
-    /// Run only these sections (comma separated): footprint, pods, endpoints, proxy, api, watch,
-    /// scheduling. The cold start always runs, since it starts the cluster.
-    #[arg(long, value_delimiter = ',')]
+    /// How the report is printed on stdout.
+    pub format: Format,
+    /// Run only these sections: footprint, pods, endpoints, proxy, api, watch, scheduling (all
+    /// when empty). The cold start always runs, since it starts the cluster.
     pub only: Vec<String>,
     /// Keep the cluster's data here instead of a temp dir (its filesystem decides fsync cost).
-    #[arg(long)]
     pub data_dir: Option<PathBuf>,
-    /// Real nodes (kubelets) in the bench cluster; pods of the measurements that run real
-    /// processes spread over them.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=254))]
+    /// Real nodes (kubelets) in the bench cluster, 1 to 254.
     pub nodes: u8,
+    /// The command that reproduces this run, written into the report (`minik bench --quick`).
+    pub command: String,
 }
 
 /// What every measurement gets.
@@ -95,8 +104,8 @@ impl Bench {
     }
 }
 
-/// Runs the whole benchmark and prints the report.
-pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
+/// Runs the whole benchmark and prints the report on stdout (progress goes to stderr).
+pub async fn run(args: BenchOptions) -> crate::Result<()> {
     let temp = match &args.data_dir {
         Some(_) => None,
         None => Some(
@@ -115,7 +124,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     let machine = Machine::detect(&data_dir);
     let options = ClusterConfig {
         data_dir: data_dir.clone(),
-        listen: free_loopback_port()?,
+        listen: crate::free_loopback_port()?,
         nodes: args.nodes,
         sync_delay: Some("0s".into()),
         progress: false,
@@ -153,21 +162,21 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     rows.extend(outcome);
     let report = Report {
         machine,
-        command: command_line(),
+        command: args.command.clone(),
         quick: args.quick,
         measurements: order(rows),
     };
-    match args.output.as_str() {
-        "json" => println!("{}", serde_json::to_string_pretty(&report)?),
-        "markdown" => print!("{}", report.markdown()),
-        _ => print!("{}", report.table()),
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Markdown => print!("{}", report.markdown()),
+        Format::Table => print!("{}", report.table()),
     }
     drop(temp);
     Ok(())
 }
 
 /// Runs the selected sections in their fixed order (see the module doc for why this order).
-async fn run_sections(ctx: &Bench, cluster: &Cluster, args: &BenchArgs) -> Vec<Row> {
+async fn run_sections(ctx: &Bench, cluster: &Cluster, args: &BenchOptions) -> Vec<Row> {
     let wanted = |name: &str| args.only.is_empty() || args.only.iter().any(|o| o == name);
     let limit = Duration::from_secs(if args.quick { 20 } else { 240 });
     let mut rows = Vec::new();
@@ -213,12 +222,12 @@ async fn run_sections(ctx: &Bench, cluster: &Cluster, args: &BenchArgs) -> Vec<R
 async fn guarded(
     templates: Vec<Row>,
     limit: Duration,
-    measurement: impl Future<Output = anyhow::Result<Vec<Row>>>,
+    measurement: impl Future<Output = crate::Result<Vec<Row>>>,
 ) -> Vec<Row> {
     let started = Instant::now();
     let outcome = match tokio::time::timeout(limit, measurement).await {
         Ok(outcome) => outcome,
-        Err(_) => Err(anyhow::anyhow!("did not finish within {limit:?}")),
+        Err(_) => Err(crate::error::message!("did not finish within {limit:?}")),
     };
     match outcome {
         Ok(rows) => {
@@ -230,7 +239,7 @@ async fn guarded(
         }
         Err(err) => {
             say(&format!(
-                "  failed after {:.1}s: {err:#}",
+                "  failed after {:.1}s: {err}",
                 started.elapsed().as_secs_f64()
             ));
             templates.into_iter().map(|row| row.failed(&err)).collect()
@@ -285,19 +294,6 @@ fn all_ids() -> Vec<&'static str> {
     .collect();
     ids.sort();
     ids
-}
-
-/// A free port on 127.0.0.1 (bound and released; the race with another process is accepted).
-fn free_loopback_port() -> anyhow::Result<SocketAddr> {
-    let listener =
-        std::net::TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
-    Ok(listener.local_addr()?)
-}
-
-/// The command that reproduces this run, for BENCHMARKS.md.
-fn command_line() -> String {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    format!("minik {}", args.join(" "))
 }
 
 /// Progress goes to stderr so that stdout holds only the report.

@@ -54,7 +54,7 @@ pub async fn run(
     namespace: &str,
     hooks: &Hooks,
     narrate: bool,
-) -> anyhow::Result<HooksResult> {
+) -> crate::Result<HooksResult> {
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
     let mut observer = Observer::start(client, namespace).await?;
     let on_sigterm = match hooks.shutdown {
@@ -158,7 +158,7 @@ fn termination_step(reason: &str, message: &str) -> Option<&'static str> {
     }
 }
 
-async fn wait_for_running(observer: &mut Observer) -> anyhow::Result<Timestamp> {
+async fn wait_for_running(observer: &mut Observer) -> crate::Result<Timestamp> {
     loop {
         if let Seen::Pod(WatchEvent::Added(pod) | WatchEvent::Modified(pod), at) = observer
             .next(Duration::from_secs(60), "the pod to be Running")
@@ -173,7 +173,7 @@ async fn wait_for_running(observer: &mut Observer) -> anyhow::Result<Timestamp> 
     }
 }
 
-async fn wait_for_removal(observer: &mut Observer) -> anyhow::Result<Timestamp> {
+async fn wait_for_removal(observer: &mut Observer) -> crate::Result<Timestamp> {
     loop {
         if let Seen::Pod(WatchEvent::Deleted(pod), at) = observer
             .next(Duration::from_secs(120), "the pod to be removed")
@@ -186,7 +186,7 @@ async fn wait_for_removal(observer: &mut Observer) -> anyhow::Result<Timestamp> 
     }
 }
 
-async fn pod_events(client: &Client, namespace: &str) -> anyhow::Result<Vec<Event>> {
+async fn pod_events(client: &Client, namespace: &str) -> crate::Result<Vec<Event>> {
     let events = Api::<Event>::namespaced(client.clone(), namespace);
     let selector = format!("involvedObject.name={NAME}");
     Ok(events

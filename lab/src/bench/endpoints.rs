@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use anyhow::Context;
+use crate::error::Context;
 use futures::StreamExt;
 use minik_api::core::{Endpoints, Event, Pod, Service};
 use minik_client::{Api, DeleteParams, ListParams};
@@ -50,7 +50,7 @@ struct Seen {
 }
 
 /// Creates the pods and the Service, then deletes the pods one by one.
-pub async fn measure(ctx: &Bench) -> anyhow::Result<Vec<Row>> {
+pub async fn measure(ctx: &Bench) -> crate::Result<Vec<Row>> {
     let count = ctx.size(6, 60);
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), "default");
     let services: Api<Service> = Api::namespaced(ctx.client.clone(), "default");
@@ -76,7 +76,7 @@ pub async fn measure(ctx: &Bench) -> anyhow::Result<Vec<Row>> {
             .context("backends not Running")??;
     }
     let ips = pod_ips(&pods).await?;
-    anyhow::ensure!(
+    crate::error::ensure!(
         ips.len() == count,
         "{} of {count} backends have an IP",
         ips.len()
@@ -142,7 +142,7 @@ async fn wait_for(
     receiver: &mut watch::Receiver<Seen>,
     condition: impl Fn(&Seen) -> bool,
     what: &str,
-) -> anyhow::Result<Seen> {
+) -> crate::Result<Seen> {
     let outcome = tokio::time::timeout(
         Duration::from_secs(10),
         receiver.wait_for(|seen| condition(seen)),
@@ -151,8 +151,8 @@ async fn wait_for(
     .map(|found| found.map(|seen| seen.clone()));
     match outcome {
         Ok(Ok(seen)) => Ok(seen),
-        Ok(Err(_)) => anyhow::bail!("watch ended while waiting for {what}"),
-        Err(_) => anyhow::bail!(
+        Ok(Err(_)) => crate::error::bail!("watch ended while waiting for {what}"),
+        Err(_) => crate::error::bail!(
             "timed out after 10s waiting for {what} (last seen: {:?})",
             receiver.borrow().text
         ),
@@ -257,7 +257,7 @@ async fn next_or_stop<S: futures::Stream + Unpin>(
 }
 
 /// Pod name → pod IP of the backends.
-async fn pod_ips(pods: &Api<Pod>) -> anyhow::Result<BTreeMap<String, String>> {
+async fn pod_ips(pods: &Api<Pod>) -> crate::Result<BTreeMap<String, String>> {
     let list = pods.list(&ListParams::default().labels("bench=ep")).await?;
     Ok(list
         .items

@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::Context;
 
 use super::report::{ms, Row};
 use super::Bench;
@@ -36,7 +36,7 @@ pub fn templates() -> Vec<Row> {
 }
 
 /// Samples RSS and CPU time of every component.
-pub async fn measure(ctx: &Bench, state: ClusterState) -> anyhow::Result<Vec<Row>> {
+pub async fn measure(ctx: &Bench, state: ClusterState) -> crate::Result<Vec<Row>> {
     tokio::time::sleep(ctx.size(Duration::from_millis(500), Duration::from_secs(2))).await;
     let window = ctx.size(Duration::from_secs(2), Duration::from_secs(10));
     let pids: Vec<(String, u32)> = state
@@ -48,18 +48,18 @@ pub async fn measure(ctx: &Bench, state: ClusterState) -> anyhow::Result<Vec<Row
     let before: Vec<u64> = pids
         .iter()
         .map(|(_, pid)| cpu_ticks(*pid))
-        .collect::<anyhow::Result<_>>()?;
+        .collect::<crate::Result<_>>()?;
     let start = Instant::now();
     tokio::time::sleep(window).await;
     let after: Vec<u64> = pids
         .iter()
         .map(|(_, pid)| cpu_ticks(*pid))
-        .collect::<anyhow::Result<_>>()?;
+        .collect::<crate::Result<_>>()?;
     let seconds = start.elapsed().as_secs_f64();
     let rss: Vec<u64> = pids
         .iter()
         .map(|(_, pid)| rss_kib(*pid))
-        .collect::<anyhow::Result<_>>()?;
+        .collect::<crate::Result<_>>()?;
     // PSS splits the pages the five processes share (the one `minik` binary's code) between them;
     // RssAnon is what each process allocated itself. Both are reported beside the plain VmRSS sum.
     let pss_mb = pids
@@ -117,7 +117,7 @@ pub async fn measure(ctx: &Bench, state: ClusterState) -> anyhow::Result<Vec<Row
 }
 
 /// `VmRSS` of a process in KiB.
-pub fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+pub fn rss_kib(pid: u32) -> crate::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .with_context(|| format!("reading /proc/{pid}/status"))?;
     parse_vm_rss(&status).with_context(|| format!("no VmRSS in /proc/{pid}/status"))
@@ -155,7 +155,7 @@ fn rollup_kib(pid: u32, key: &str) -> Option<u64> {
 }
 
 /// `utime + stime` of a process, in clock ticks.
-pub fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
+pub fn cpu_ticks(pid: u32) -> crate::Result<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .with_context(|| format!("reading /proc/{pid}/stat"))?;
     parse_cpu_ticks(&stat).with_context(|| format!("cannot parse /proc/{pid}/stat"))
@@ -171,7 +171,7 @@ fn parse_cpu_ticks(stat: &str) -> Option<u64> {
 
 /// Clock ticks per second of `/proc/PID/stat` (`getconf CLK_TCK`): the kernel reports those times
 /// in `USER_HZ`, which is 100 on every Linux architecture minik runs on.
-pub fn clock_ticks() -> anyhow::Result<f64> {
+pub fn clock_ticks() -> crate::Result<f64> {
     Ok(100.0)
 }
 

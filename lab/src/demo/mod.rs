@@ -11,6 +11,9 @@
 //! directory (the same child processes `minik up` starts) and stops it afterwards, leaving
 //! nothing behind. Every figure printed comes from the cluster (`timeline.rs` says from where).
 //! Each run writes a self-contained HTML report (`report.rs`) and prints its path.
+//!
+//! The `minik` binary parses the flags (`cli/src/commands/demo.rs`) into a [`DemoOptions`] and
+//! calls [`run`]. Read next: `create.rs`, then `observe.rs` and `timeline.rs`.
 
 mod create;
 mod hooks;
@@ -22,7 +25,6 @@ mod race;
 mod report;
 mod timeline;
 
-use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -31,49 +33,37 @@ use serde_json::json;
 
 use minik_cluster::{Cluster, ClusterConfig};
 
-/// `minik demo [create|race|hooks]`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct DemoArgs {
-    /// Which part to run; all three when left out.
-    #[arg(value_enum)]
+/// How to run the demo (`minik demo`'s flags, parsed by the binary).
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    /// Which part to run; all three when `None`.
     pub part: Option<Part>,
     /// Use a running cluster instead of starting a private one.
-    #[arg(long)]
     pub server: Option<String>,
-    /// `text` (narrated) or `json` (the results, for scripts and tests).
-    #[arg(long, short = 'o', default_value = "text")]
-    pub output: String,
+    /// Print the results as JSON (for scripts and tests) instead of narrating.
+    pub json: bool,
     /// Shorter durations and a lighter load (for CI): the same experiments, scaled down.
-    #[arg(long)]
     pub quick: bool,
     /// Where to write the HTML report (default: a file in the system's temp directory).
-    #[arg(long)]
     pub report: Option<PathBuf>,
     /// Replicas behind the race's Service.
-    #[arg(long, default_value_t = 3)]
     pub replicas: usize,
     /// Requests per second during the race.
-    #[arg(long, default_value_t = 200)]
     pub rate: u32,
     /// How late the proxy applies endpoint changes in the race (the slow consumer).
-    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
     pub sync_delay: Duration,
     /// The hooks part's postStart duration.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub post_start: Duration,
     /// The preStop sleep of the hooks part and of the race's second variant (default: 3 s for
     /// hooks, the sync delay + 1 s for the race).
-    #[arg(long, value_parser = humantime::parse_duration)]
     pub pre_stop: Option<Duration>,
     /// The hooks part's terminationGracePeriodSeconds (whole seconds).
-    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
     pub grace: Duration,
     /// How long the hooks part's app takes to exit after SIGTERM.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub shutdown: Duration,
 }
 
-impl DemoArgs {
+impl DemoOptions {
     /// `--quick`: a 1 s slow consumer outwaited by a 1.5 s preStop, 100 requests/s, and a hooks
     /// experiment of 0.5 s postStart, 2 s preStop, 1 s grace and 0.5 s shutdown.
     fn scale_down(&mut self) {
@@ -104,7 +94,7 @@ impl DemoArgs {
 }
 
 /// The demo's parts.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
     /// A pod's creation, step by step.
     Create,
@@ -114,12 +104,13 @@ pub enum Part {
     Hooks,
 }
 
-/// Runs the demo.
-pub async fn demo(mut args: DemoArgs) -> anyhow::Result<()> {
+/// Runs the demo: each part on its own cluster, narrated on stdout (or its results as JSON), and
+/// writes the HTML report.
+pub async fn run(mut args: DemoOptions) -> crate::Result<()> {
     if args.quick {
         args.scale_down();
     }
-    let narrate = args.output != "json";
+    let narrate = !args.json;
     let parts = match args.part {
         Some(part) => vec![part],
         None => vec![Part::Create, Part::Race, Part::Hooks],
@@ -182,12 +173,12 @@ pub async fn demo(mut args: DemoArgs) -> anyhow::Result<()> {
 /// Runs one part, adding its JSON result and its report sections.
 async fn run_part(
     part: Part,
-    args: &DemoArgs,
+    args: &DemoOptions,
     client: &Client,
     narrate: bool,
     results: &mut serde_json::Map<String, serde_json::Value>,
     sections: &mut Vec<(String, String, timeline::Timeline, Vec<load::Outcome>)>,
-) -> anyhow::Result<()> {
+) -> crate::Result<()> {
     match part {
         Part::Create => {
             if narrate {
@@ -284,7 +275,7 @@ impl DemoCluster {
         server: Option<&str>,
         proxy_args: Vec<String>,
         narrate: bool,
-    ) -> anyhow::Result<DemoCluster> {
+    ) -> crate::Result<DemoCluster> {
         if let Some(server) = server {
             return Ok(DemoCluster {
                 client: Client::new(server)?,
@@ -294,7 +285,7 @@ impl DemoCluster {
         let data_dir = tempfile::Builder::new().prefix("minik-demo-").tempdir()?;
         let options = ClusterConfig {
             data_dir: data_dir.path().to_path_buf(),
-            listen: free_loopback_port()?,
+            listen: crate::free_loopback_port()?,
             nodes: 2,
             proxy_args,
             progress: false,
@@ -320,10 +311,4 @@ impl DemoCluster {
             drop(data_dir);
         }
     }
-}
-
-/// A loopback port nobody listens on now (the kernel picks it; the apiserver binds it next).
-fn free_loopback_port() -> anyhow::Result<SocketAddr> {
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?)
 }

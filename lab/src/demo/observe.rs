@@ -30,7 +30,7 @@ pub struct Observer {
 
 impl Observer {
     /// Starts watching pods, endpoints and events of `namespace` from now on.
-    pub async fn start(client: &Client, namespace: &str) -> anyhow::Result<Observer> {
+    pub async fn start(client: &Client, namespace: &str) -> crate::Result<Observer> {
         let pods = watch_from_now::<Pod>(client, namespace)
             .await?
             .map(|event| Seen::Pod(event, Timestamp::now()));
@@ -57,11 +57,11 @@ impl Observer {
         &mut self,
         timeout: std::time::Duration,
         waiting_for: &str,
-    ) -> anyhow::Result<Seen> {
+    ) -> crate::Result<Seen> {
         match tokio::time::timeout(timeout, self.stream.next()).await {
             Ok(Some(seen)) => Ok(seen),
-            Ok(None) => anyhow::bail!("the watch ended while waiting for {waiting_for}"),
-            Err(_) => anyhow::bail!("timed out after {timeout:?} waiting for {waiting_for}"),
+            Ok(None) => crate::error::bail!("the watch ended while waiting for {waiting_for}"),
+            Err(_) => crate::error::bail!("timed out after {timeout:?} waiting for {waiting_for}"),
         }
     }
 }
@@ -70,7 +70,7 @@ impl Observer {
 async fn watch_from_now<K>(
     client: &Client,
     namespace: &str,
-) -> anyhow::Result<BoxStream<'static, WatchEvent<K>>>
+) -> crate::Result<BoxStream<'static, WatchEvent<K>>>
 where
     K: k8s_openapi::Resource
         + k8s_openapi::ListableResource
@@ -119,7 +119,7 @@ pub fn ready_ips(endpoints: &Endpoints) -> Vec<String> {
 pub async fn follow_log(
     pods: &Api<Pod>,
     name: &str,
-) -> anyhow::Result<tokio::task::JoinHandle<String>> {
+) -> crate::Result<tokio::task::JoinHandle<String>> {
     let params = LogParams {
         follow: true,
         ..LogParams::default()
