@@ -14,7 +14,8 @@ use minik_api::status;
 use serde_json::{json, Value};
 
 use crate::error::{json_response, ApiError, ApiResult};
-use crate::{handlers, AppState};
+use crate::registry::has_delete_collection;
+use crate::AppState;
 
 /// The version minik reports: kubectl 1.32 is the reference client.
 pub const GIT_VERSION: &str = "v1.32.0-minik";
@@ -87,7 +88,7 @@ fn resource_entry(info: &ResourceInfo) -> Value {
     let verbs: Vec<&str> = ALL_VERBS
         .iter()
         .copied()
-        .filter(|v| *v != "deletecollection" || handlers::has_delete_collection(info.kind))
+        .filter(|v| *v != "deletecollection" || has_delete_collection(info.kind))
         .collect();
     let mut entry = json!({
         "name": info.plural, "singularName": info.singular, "namespaced": info.namespaced,

@@ -31,7 +31,7 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, V
 use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
-use crate::handlers::request::Params;
+use crate::request::query::Params;
 
 /// The three `fieldValidation` modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,15 +15,16 @@ use minik_api::{status, ResourceInfo};
 use serde_json::{json, Value};
 use tracing::info;
 
-use super::request::{body_format, decode_object, BodyFormat};
-use super::{namespaces, object_response, storage_key, ApiRequest, Target};
 use crate::error::{json_response, ApiError, ApiResult};
 use crate::field_validation::{self as fields, Mode};
 use crate::ignored_fields;
 use crate::patch::apply as server_side_apply;
 use crate::registry::patch::PatchType;
 use crate::registry::{self, meta, pods, services};
+use crate::request::body::{body_format, decode_object, BodyFormat};
+use crate::request::{storage_key, ApiRequest, Target};
 use crate::storage;
+use crate::store::namespaces;
 use crate::AppState;
 
 /// How many times a write without a client `resourceVersion` is retried after a conflict.
@@ -101,7 +102,7 @@ async fn create_object(
     }
     let name = meta::meta_str(&object, "name").unwrap_or("").to_string();
     if dry_run {
-        return Ok(object_response(StatusCode::CREATED, &object));
+        return Ok(json_response(StatusCode::CREATED, &object));
     }
     let key = storage_key(info, namespace, &name);
     let record = state
@@ -110,7 +111,7 @@ async fn create_object(
         .await
         .map_err(|e| ApiError::from_storage(e, info.plural, &name))?;
     info!(kind = info.kind, key = %key, revision = record.revision, "created object");
-    Ok(object_response(StatusCode::CREATED, &record.value))
+    Ok(json_response(StatusCode::CREATED, record.value.as_ref()))
 }
 
 /// The object stored at the request's URL, if any.
@@ -307,10 +308,10 @@ async fn guaranteed_update(
             Value::String(stored.revision.to_string()),
         );
         if object == *stored.value {
-            return Ok(object_response(StatusCode::OK, &stored.value));
+            return Ok(json_response(StatusCode::OK, stored.value.as_ref()));
         }
         if dry_run {
-            return Ok(object_response(StatusCode::OK, &object));
+            return Ok(json_response(StatusCode::OK, &object));
         }
         match state
             .storage
@@ -333,9 +334,9 @@ async fn guaranteed_update(
                     {
                         namespaces::finish_if_empty(state, namespace).await?;
                     }
-                    return Ok(object_response(StatusCode::OK, &deleted.value));
+                    return Ok(json_response(StatusCode::OK, deleted.value.as_ref()));
                 }
-                return Ok(object_response(StatusCode::OK, &record.value));
+                return Ok(json_response(StatusCode::OK, record.value.as_ref()));
             }
             Err(storage::Error::Conflict { .. }) if precondition.is_none() => continue,
             Err(e) => return Err(storage_error(e)),

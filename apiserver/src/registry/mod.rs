@@ -34,6 +34,12 @@ pub fn has_status_subresource(kind: &str) -> bool {
     matches!(kind, "Pod" | "Service" | "Node" | "Namespace")
 }
 
+/// Whether `DELETE` on the collection is served: upstream's namespace storage has no
+/// deletecollection (one request must not be able to delete every namespace), so it is a 405.
+pub fn has_delete_collection(kind: &str) -> bool {
+    kind != "Namespace"
+}
+
 /// Decodes JSON into a typed object; a shape error (a string where a number belongs …) is a 400.
 pub fn typed<K: DeserializeOwned>(value: Value, kind: &str) -> ApiResult<K> {
     serde_json::from_value(value).map_err(|e| {
