@@ -97,7 +97,7 @@ fn resource_entry(info: &ResourceInfo) -> Value {
     if !info.short_names.is_empty() {
         entry["shortNames"] = json!(info.short_names);
     }
-    if matches!(info.kind, "Pod" | "Service") {
+    if matches!(info.kind, "Pod" | "Service" | "Deployment" | "ReplicaSet") {
         entry["categories"] = json!(["all"]);
     }
     entry
@@ -119,6 +119,13 @@ pub fn resource_list(group_version: &str) -> Value {
                 info.kind,
                 &["get", "patch", "update"],
             ));
+        }
+        if crate::registry::scale::has_scale_subresource(info.kind) {
+            let mut scale = subresource_entry(info, "scale", "Scale", &["get", "patch", "update"]);
+            // The scale client finds the Scale's own group version here.
+            scale["group"] = json!("autoscaling");
+            scale["version"] = json!("v1");
+            resources.push(scale);
         }
         if info.kind == "Pod" {
             resources.push(subresource_entry(info, "binding", "Binding", &["create"]));

@@ -5,12 +5,13 @@
 //! …). The path is parsed into a [`Target`] by [`crate::request`], then this module dispatches on
 //! the method, so every unknown path or verb still gets a proper `Status`.
 //!
-//! Imports point down: the handlers here ([`read`], [`write`](mod@write), [`delete`]), the watch server and
+//! Imports point down: the handlers here ([`read`], [`write`](mod@write), [`delete`], [`scale`]), the watch server and
 //! the log proxy use [`crate::request`], [`crate::store`], [`crate::registry`] and
 //! `crate::storage`, and none of them imports another handler.
 
 pub mod delete;
 pub mod read;
+pub mod scale;
 pub mod write;
 
 use std::collections::HashMap;
@@ -145,6 +146,9 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
         (&Method::GET, true, Some("log")) if kind == "Pod" => {
             crate::logs::pod_logs(state, &request).await
         }
+        (&Method::GET, true, Some("scale")) => scale::get(state, target),
+        (&Method::PUT, true, Some("scale")) => scale::update(state, &request).await,
+        (&Method::PATCH, true, Some("scale")) => scale::patch(state, &request).await,
         (&Method::POST, false, None) => write::create(state, &request).await,
         (&Method::POST, true, Some("binding")) if kind == "Pod" => {
             write::bind(state, &request).await
@@ -164,11 +168,13 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
     }
 }
 
-/// The subresources a kind has: `status` for kinds with a status, `binding` and `log` for pods.
+/// The subresources a kind has: `status` for kinds with a status, `binding` and `log` for pods,
+/// `scale` for Deployments and ReplicaSets.
 fn known_subresource(kind: &str, sub: &str) -> bool {
     match sub {
         "status" => crate::registry::has_status_subresource(kind),
         "binding" | "log" => kind == "Pod",
+        "scale" => crate::registry::scale::has_scale_subresource(kind),
         _ => false,
     }
 }

@@ -39,6 +39,8 @@ fn selectable_fields(kind: &str) -> &'static [&'static str] {
         "Node" => &["spec.unschedulable"],
         "Namespace" => &["status.phase"],
         "Service" => &["spec.clusterIP", "spec.type"],
+        // `pkg/registry/apps/replicaset/strategy.go` (`ReplicaSetToSelectableFields`).
+        "ReplicaSet" => &["status.replicas"],
         _ => &[],
     }
 }

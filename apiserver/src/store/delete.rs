@@ -4,7 +4,9 @@
 //! registry/store.go`): read the object, check the preconditions, ask the strategy whether the
 //! deletion is graceful (`BeforeDelete`), then either update it with a `deletionTimestamp` or
 //! remove it, compare-and-swap on the revision read and retry on a conflict. What to do is
-//! [`crate::registry::deletion::plan`]; this module only carries it out.
+//! [`crate::registry::deletion::plan`], after [`crate::registry::propagation`] has set the
+//! garbage collector's finalizers for the request's `propagationPolicy`; this module only
+//! carries it out.
 
 use jiff::Timestamp;
 use minik_api::status;
@@ -13,6 +15,7 @@ use tracing::info;
 
 use crate::error::{ApiError, ApiResult};
 use crate::registry::deletion::{plan, DeleteOptions, Plan};
+use crate::registry::propagation;
 use crate::request::Target;
 use crate::storage;
 use crate::AppState;
@@ -47,6 +50,7 @@ pub async fn delete_one(
 ) -> ApiResult<Deleted> {
     let (kind, plural) = (target.info.kind, target.info.plural);
     let storage_error = |e| ApiError::from_storage(e, plural, name);
+    let policy = propagation::parse(options.propagation_policy.as_deref())?;
     for _ in 0..MAX_ATTEMPTS {
         let stored = state
             .storage
@@ -54,12 +58,18 @@ pub async fn delete_one(
             .map_err(storage_error)?
             .ok_or_else(|| ApiError::from(status::not_found(plural, name)))?;
         options.check_preconditions(&stored.value, plural, name)?;
-        let result = match plan(
+        let object = propagation::with_finalizers(&stored.value, policy);
+        let decision = match plan(
             kind,
-            &stored.value,
+            &object,
             options.grace_period_seconds,
             Timestamp::now(),
         ) {
+            // A second DELETE may still change the GC finalizers (`updateForGracefulDeletionAndFinalizers`).
+            Plan::Unchanged if object != *stored.value => Plan::Update(object),
+            decision => decision,
+        };
+        let result = match decision {
             Plan::Unchanged => return Ok(Deleted::kept(&stored.value)),
             _ if options.dry_run => return Ok(Deleted::kept(&stored.value)),
             Plan::RemoveNow => state

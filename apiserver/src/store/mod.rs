@@ -8,7 +8,9 @@
 //! rules) and `crate::storage` (the tiny etcd) below.
 //!
 //! - [`delete`]: remove one object now, or mark it for a graceful deletion;
+//! - [`update`]: read, transform, compare-and-swap, retried on conflict;
 //! - [`namespaces`]: the initial namespaces, Terminating, deleting a namespace's contents.
 
 pub mod delete;
 pub mod namespaces;
+pub mod update;
