@@ -17,7 +17,8 @@ use serde_json::Value;
 
 use super::meta::meta_str;
 use crate::error::{ApiError, ApiResult};
-use crate::handlers::request::{decode, BodyFormat, Params};
+use crate::request::body::{decode, BodyFormat};
+use crate::request::query::Params;
 
 /// The `DeleteOptions` minik honours, read from the body or the query.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -158,7 +159,7 @@ pub fn plan(kind: &str, object: &Value, requested: Option<i64>, now: Timestamp) 
 }
 
 /// A namespace is never removed by the DELETE itself: it turns Terminating, held by the
-/// `kubernetes` entry of `spec.finalizers` until its contents are gone (`handlers/namespaces.rs`).
+/// `kubernetes` entry of `spec.finalizers` until its contents are gone (`store/namespaces.rs`).
 fn plan_namespace(object: &Value, now: Timestamp) -> Plan {
     if object["metadata"]["deletionTimestamp"].is_string() {
         return Plan::Unchanged;

@@ -13,13 +13,19 @@
 
 use minik_api::resource::RESOURCES;
 use minik_api::status;
-use serde_json::Value;
+use serde_json::{json, Value};
 use tracing::info;
 
-use super::{storage_key, Target};
+use super::delete::delete_one;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::deletion::DeleteOptions;
+use crate::request::{storage_key, Target};
+use crate::storage::{self, Storage};
 use crate::AppState;
+
+/// The namespaces that exist from the start, as in every Kubernetes cluster.
+pub const INITIAL_NAMESPACES: &[&str] =
+    &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 fn namespace_key(name: &str) -> String {
     format!("/registry/namespaces/{name}")
@@ -68,7 +74,7 @@ pub async fn delete_contents(state: &AppState, namespace: &str, marked: Value) -
                 subresource: None,
             };
             let key = storage_key(info, Some(namespace), &name);
-            match super::delete::delete_one(state, &target, &key, &name, &options).await {
+            match delete_one(state, &target, &key, &name, &options).await {
                 Ok(_) => {}
                 Err(e) if e.code() == 404 => {}
                 Err(e) => return Err(e),
@@ -112,9 +118,29 @@ pub async fn finish_if_empty(state: &AppState, namespace: &str) -> ApiResult<Opt
             info!(namespace, "removed terminated namespace");
             Ok(Some((*removed.value).clone()))
         }
-        Err(crate::storage::Error::NotFound(_)) | Err(crate::storage::Error::Conflict { .. }) => {
-            Ok(None)
-        }
+        Err(storage::Error::NotFound(_)) | Err(storage::Error::Conflict { .. }) => Ok(None),
         Err(e) => Err(storage_error(e)),
     }
+}
+
+/// Creates the initial namespaces if they are missing.
+pub async fn bootstrap_namespaces(storage: &dyn Storage) -> Result<(), storage::Error> {
+    for name in INITIAL_NAMESPACES {
+        let key = format!("/registry/namespaces/{name}");
+        if storage.get(&key)?.is_some() {
+            continue;
+        }
+        let namespace = json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "uid": uuid::Uuid::new_v4().to_string(),
+                         "creationTimestamp": crate::registry::meta::now_value(),
+                         "labels": {"kubernetes.io/metadata.name": name}},
+            "spec": {}, "status": {"phase": "Active"}
+        });
+        match storage.create(&key, namespace).await {
+            Ok(_) | Err(storage::Error::AlreadyExists(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
