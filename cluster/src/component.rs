@@ -125,27 +125,21 @@ impl Component {
 
     /// The component's own `run(config, token)`, configured from `args` (see [`Component::args`]).
     pub(crate) fn run(self, args: &[String], shutdown: CancellationToken) -> Result<Run> {
+        // Every component crate has the same three pieces: `Args`, `into_config`, `run`.
+        macro_rules! run {
+            ($krate:ident) => {
+                task($krate::run(
+                    parse::<$krate::Args>(args)?.into_config(),
+                    shutdown,
+                ))
+            };
+        }
         Ok(match self {
-            Component::Apiserver => task(minik_apiserver::run(
-                parse::<minik_apiserver::Args>(args)?.into_config(),
-                shutdown,
-            )),
-            Component::Scheduler => task(minik_scheduler::run(
-                parse::<minik_scheduler::Args>(args)?.into_config(),
-                shutdown,
-            )),
-            Component::Kubelet => task(minik_kubelet::run(
-                parse::<minik_kubelet::Args>(args)?.into_config(),
-                shutdown,
-            )),
-            Component::EndpointController => task(minik_endpoint_controller::run(
-                parse::<minik_endpoint_controller::Args>(args)?.into_config(),
-                shutdown,
-            )),
-            Component::Proxy => task(minik_proxy::run(
-                parse::<minik_proxy::Args>(args)?.into_config(),
-                shutdown,
-            )),
+            Component::Apiserver => run!(minik_apiserver),
+            Component::Scheduler => run!(minik_scheduler),
+            Component::Kubelet => run!(minik_kubelet),
+            Component::EndpointController => run!(minik_endpoint_controller),
+            Component::Proxy => run!(minik_proxy),
         })
     }
 }
