@@ -220,6 +220,7 @@ impl Cluster {
         let node_name = (component == Component::Kubelet).then(|| format!("node-{node}"));
         let name = component.instance(node_name.as_deref());
         let running = self.spawn(component, &name, &args)?;
+        tracing::info!(component = %name, mode = ?self.config.mode, pid = ?running.pid, "started");
         self.members.push(Member {
             component,
             args,

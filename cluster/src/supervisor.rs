@@ -264,7 +264,10 @@ impl Supervised {
         let pid = self
             .pid
             .filter(|_| self.is_running())
-            .ok_or_else(|| Error::Start(format!("{}: not a running process", self.name)))?;
+            .ok_or_else(|| Error::Component {
+                name: self.name.clone(),
+                message: "not a running process (in-process components take no signals)".into(),
+            })?;
         kill(Pid::from_raw(pid as i32), signal)
             .map_err(|e| Error::io(format!("signalling {}", self.name), e.into()))?;
         if signal == Signal::SIGKILL {
@@ -388,4 +391,25 @@ pub fn children_of(parent: u32) -> Vec<u32> {
             ppid == Some(parent) && state != "Z"
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    /// A clean exit or return is no error; a failure, a kill or an abort is.
+    #[test]
+    fn exit_errors() {
+        assert_eq!(Exit::Process(Some(ExitStatus::from_raw(0))).error(), None);
+        assert_eq!(Exit::Process(None).error(), None);
+        assert_eq!(Exit::Task(Ok(())).error(), None);
+        let killed = Exit::Process(Some(ExitStatus::from_raw(9))).error();
+        assert!(killed.is_some_and(|e| e.contains("SIGKILL")));
+        assert_eq!(
+            Exit::Task(Err("boom".into())).error().as_deref(),
+            Some("failed: boom")
+        );
+        assert!(Exit::Aborted.error().is_some());
+    }
 }
