@@ -34,6 +34,9 @@ fn replica_set(name: &str) -> Value {
     object
 }
 
+/// A change that makes a valid workload invalid.
+type Mutation = fn(&mut Value);
+
 fn generation(object: &Value) -> i64 {
     object["metadata"]["generation"]
         .as_i64()
@@ -253,7 +256,7 @@ async fn scale_subresource_reads_and_writes_replicas() {
 #[tokio::test]
 async fn invalid_workloads_are_422_with_field_paths() {
     let server = TestServer::start().await;
-    let cases: Vec<(&str, fn(&mut Value), &str)> = vec![
+    let cases: Vec<(&str, Mutation, &str)> = vec![
         (
             "empty selector",
             |d| d["spec"]["selector"] = json!({}),
