@@ -303,7 +303,12 @@ fn probe(ins: &[&str], path: &str, lists: u32) -> (Value, String) {
 fn every_path_in_the_tables_is_a_field_of_its_kind() {
     // Deserializing into the typed k8s-openapi object reports unknown keys: a bogus key beside the
     // table's field must be the only one, which proves the walk reached it and knew the field.
-    for (kind, table) in [("Pod", POD), ("Service", SERVICE), ("Node", NODE)] {
+    for (kind, table) in [
+        ("Pod", POD),
+        ("Service", SERVICE),
+        ("Node", NODE),
+        ("Deployment", WORKLOAD),
+    ] {
         let mut found = Vec::new();
         targets(table, &[], &mut found);
         assert!(found.len() > 2, "{kind}");

@@ -226,6 +226,30 @@ async fn kubectl_drives_deployments_through_the_api() {
     );
     assert!(wide.contains("replicaset.apps/web-old"), "{wide}");
 
+    let history = kubectl.ok(&["rollout", "history", "deployment/web"]).await;
+    let revisions: Vec<&str> = history
+        .lines()
+        .filter_map(|l| words(l).first().copied())
+        .filter(|w| w.parse::<u32>().is_ok())
+        .collect();
+    assert_eq!(revisions, ["1", "2"], "{history}");
+    let exposed = kubectl
+        .ok(&[
+            "expose",
+            "deployment",
+            "web",
+            "--port=80",
+            "--target-port=8080",
+        ])
+        .await;
+    assert_eq!(exposed.trim(), "service/web exposed");
+    let (_, service) = server.get("/api/v1/namespaces/default/services/web").await;
+    assert_eq!(
+        service["spec"]["selector"],
+        json!({"app": "web"}),
+        "{service}"
+    );
+
     let deleted = kubectl
         .ok(&[
             "delete",
