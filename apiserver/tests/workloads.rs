@@ -378,3 +378,29 @@ async fn tables_have_kubectls_columns() {
         assert_eq!(cells[7], selector);
     }
 }
+
+/// A Deployment's annotations are copied to its ReplicaSets, so upstream counts them as desired
+/// state: changing them bumps the generation. A ReplicaSet's annotations and any labels do not.
+#[tokio::test]
+async fn deployment_annotations_bump_the_generation_replica_set_ones_do_not() {
+    let server = TestServer::start().await;
+    server.post(DEPLOYMENTS, &deployment("web")).await;
+    server.post(REPLICASETS, &replica_set("web-1")).await;
+    let annotate = json!({"metadata": {"annotations": {"deployment.kubernetes.io/revision": "1"}}});
+    let (code, web) = server
+        .patch(
+            &format!("{DEPLOYMENTS}/web"),
+            "application/merge-patch+json",
+            &annotate,
+        )
+        .await;
+    assert_eq!((code, generation(&web)), (200, 2), "{web}");
+    let (code, rs) = server
+        .patch(
+            &format!("{REPLICASETS}/web-1"),
+            "application/merge-patch+json",
+            &annotate,
+        )
+        .await;
+    assert_eq!((code, generation(&rs)), (200, 1), "{rs}");
+}
