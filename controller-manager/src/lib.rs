@@ -25,6 +25,7 @@
 //! Read next: [`deployment::rolling`], the arithmetic of a rolling update.
 
 pub mod controller;
+pub mod deployment;
 pub mod expectations;
 pub mod informers;
 pub mod leader;
