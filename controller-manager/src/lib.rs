@@ -27,6 +27,7 @@
 pub mod controller;
 pub mod deployment;
 pub mod expectations;
+pub mod gc;
 pub mod informers;
 pub mod leader;
 pub mod ownership;
