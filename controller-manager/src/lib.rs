@@ -43,6 +43,8 @@ use crate::informers::SharedInformers;
 use crate::leader::LeaderElectionConfig;
 
 /// What can stop the controller manager.
+// The client error carries a whole `Status`, as everywhere in minik; it is returned once, at exit.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The apiserver URL is not usable.

@@ -167,7 +167,7 @@ fn proportional_scaling_splits_by_size() {
         ..rs("new", 5, 0, 2)
     };
     assert_eq!(
-        proportional_scale(&d, true, 13, Some(&new), &[old.clone()]),
+        proportional_scale(&d, true, 13, Some(&new), std::slice::from_ref(&old)),
         scales(&[("new", 7), ("old", 11)])
     );
     assert!(is_scaling_event(15, &[old, new]));
