@@ -139,8 +139,17 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
 async fn run_controllers(client: Client, workers: usize, shutdown: CancellationToken) {
     let informers = SharedInformers::new(client.clone());
     let controllers = start_controllers(&informers, &client, workers, &shutdown);
+    let count = controllers.len();
+    let synced = informers.wait_for_sync();
     let informers_done = informers.start(shutdown.clone());
-    futures::future::join_all(controllers).await;
+    // `minik up` waits for this line before it reports the component started.
+    let ready = async {
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            _ = synced => tracing::info!(controllers = count, "ready"),
+        }
+    };
+    let ((), _) = tokio::join!(ready, futures::future::join_all(controllers));
     informers_done.await;
 }
 
