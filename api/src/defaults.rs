@@ -14,7 +14,8 @@ use crate::core::{Container, Pod, PodSecurityContext, PodStatus, Probe, Service,
 /// `SetDefaults_PodSpec` and `SetDefaults_Container` for every container.
 pub fn default_pod(pod: &mut Pod) {
     let spec = pod.spec.get_or_insert_with(Default::default);
-    spec.termination_grace_period_seconds.get_or_insert(30);
+    spec.termination_grace_period_seconds
+        .get_or_insert(crate::grace::DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
     spec.restart_policy
         .get_or_insert_with(|| "Always".to_string());
     spec.dns_policy
@@ -81,7 +82,8 @@ pub fn image_pull_policy(image: &str) -> &'static str {
     }
 }
 
-/// `SetDefaults_Probe` (kubernetes-rules §5): period 10 s, timeout 1 s, thresholds 1 and 3.
+/// `SetDefaults_Probe` (docs/kubernetes-rules.md#probes): period 10 s, timeout 1 s, thresholds 1
+/// and 3.
 pub fn default_probe(probe: &mut Probe) {
     probe.timeout_seconds.get_or_insert(1);
     probe.period_seconds.get_or_insert(10);

@@ -224,7 +224,7 @@ fn validate_protocol(protocol: &str, field: &str) -> Vec<StatusCause> {
     vec![cause(field, "FieldValueNotSupported", message)]
 }
 
-/// `ValidatePodUpdate` (kubernetes-rules A4): only images, `activeDeadlineSeconds`, added
+/// `ValidatePodUpdate` (docs/kubernetes-rules.md#a4): only images, `activeDeadlineSeconds`, added
 /// tolerations and a negative `terminationGracePeriodSeconds` going to 1 may change.
 pub fn validate_pod_update(new: &Pod, old: &Pod) -> Vec<StatusCause> {
     let mut causes = validate_pod(new);

@@ -5,8 +5,8 @@
 //! words a Strict failure as
 //! `Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.foo"`.
 //! kubectl sends `fieldValidation=Strict` on `apply`/`create` (its default `--validate=strict`)
-//! once the OpenAPI document advertises the parameter (real-clients.md §3); under `Warn` each
-//! problem goes back as a `Warning: 299 - "unknown field \"spec.foo\""` header, which kubectl
+//! once the OpenAPI document advertises the parameter (docs/real-clients.md#openapi); under `Warn`
+//! each problem goes back as a `Warning: 299 - "unknown field \"spec.foo\""` header, which kubectl
 //! prints on stderr.
 //!
 //! How minik finds unknown fields: upstream's decoder reports them while it decodes; minik decodes
@@ -24,6 +24,7 @@ use std::fmt;
 
 use axum::http::HeaderValue;
 use axum::response::Response;
+use minik_api::apps::{Deployment, ReplicaSet};
 use minik_api::core::{Endpoints, Event, Namespace, Node, Pod, Service};
 use minik_api::k8s_openapi::api::coordination::v1::Lease;
 use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -31,7 +32,7 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, V
 use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
-use crate::handlers::request::Params;
+use crate::request::query::Params;
 
 /// The three `fieldValidation` modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +97,8 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         "Namespace" => ignored_by::<Namespace>(value),
         "Lease" => ignored_by::<Lease>(value),
         "EndpointSlice" => ignored_by::<EndpointSlice>(value),
+        "Deployment" => ignored_by::<Deployment>(value),
+        "ReplicaSet" => ignored_by::<ReplicaSet>(value),
         _ => Vec::new(),
     }
 }

@@ -4,7 +4,7 @@
 //! `pkg/registry/core/pod/strategy.go` (`LogLocation`): resolve the container, find the node's
 //! kubelet from `node.status.daemonEndpoints.kubeletEndpoint.Port`, and stream
 //! `GET /containerLogs/{ns}/{pod}/{container}` back to the client (kubectl `logs -f` keeps reading
-//! until the stream ends). minik's kubelet listens on 127.0.0.1 (COMMON.md).
+//! until the stream ends). minik's kubelet listens on 127.0.0.1 (docs/architecture.md#network).
 
 use axum::body::Body;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -14,8 +14,8 @@ use minik_api::core::{Node, Pod};
 use minik_api::status;
 
 use crate::error::{ApiError, ApiResult};
-use crate::handlers::{storage_key, ApiRequest};
 use crate::registry::typed;
+use crate::request::{storage_key, ApiRequest};
 use crate::AppState;
 
 /// Query parameters forwarded to the kubelet.

@@ -5,8 +5,8 @@
 //! the schemas for `apply`: it only checks that some `patch` operation carries
 //! `x-kubernetes-group-version-kind` for the kind and a `fieldValidation` parameter
 //! (`cli-runtime/pkg/resource/query_param_verifier_v3.go`), then sends `fieldValidation=Strict`
-//! and lets the server reject unknown fields (real-clients.md §3). So minik serves exactly that:
-//! one patch operation per kind, no schemas (`kubectl explain` is out of scope).
+//! and lets the server reject unknown fields (docs/real-clients.md#openapi). So minik serves
+//! exactly that: one patch operation per kind, no schemas (`kubectl explain` is out of scope).
 
 use axum::extract::Path;
 use axum::http::{header, HeaderValue, StatusCode};

@@ -5,7 +5,7 @@
 //! own bytes in `raw`) and the generated `k8s.io/api/core/v1/generated.proto` messages. kubectl's
 //! typed-client commands — `kubectl create namespace NAME`, `kubectl create service clusterip …` —
 //! POST with `Content-Type: application/vnd.kubernetes.protobuf` whatever the server prefers
-//! (real-clients.md does not list this; found by running them).
+//! (docs/real-clients.md does not list this; found by running them).
 //!
 //! minik decodes only the fields those commands set: a Namespace's and a Service's metadata
 //! (name, generateName, namespace, labels, annotations) and the Service's spec (ports, selector,

@@ -4,10 +4,10 @@
 //! with `ReadHeaderTimeout`, and a graceful drain when the stop channel closes).
 //!
 //! `axum::serve` would do, but it offers no header-read timeout, and hyper silently disables its
-//! own when no timer is configured (crates.md §2.6: a client sending half a request would hold its
-//! socket forever). So connections are served here with an explicit timer and timeout. On shutdown
-//! each connection is asked to finish gracefully; watch streams end on the same token, so the
-//! drain completes.
+//! own when no timer is configured (docs/security.md#h10: a client sending half a request would
+//! hold its socket forever). So connections are served here with an explicit timer and timeout. On
+//! shutdown each connection is asked to finish gracefully; watch streams end on the same token, so
+//! the drain completes.
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! Kubernetes counterpart: `k8s.io/apiserver/pkg/endpoints/handlers/response.go` (`asTable`,
 //! `transformObject`) and the `TableConvertor` of each registry. kubectl asks for a Table on `get`
 //! (and in `get -w` streams) and prints its cells verbatim; without one it can only show NAME and
-//! AGE (real-clients.md §4). The cells come from [`minik_api::printers`]; each row embeds the
+//! AGE (docs/real-clients.md#get). The cells come from [`minik_api::printers`]; each row embeds the
 //! object as `PartialObjectMetadata` (`includeObject=Metadata`, the default), the full object
 //! (`Object`) or nothing (`None`).
 
@@ -12,7 +12,7 @@ use minik_api::printers::{column_definitions, row};
 use serde_json::{json, Value};
 
 use crate::error::{ApiError, ApiResult};
-use crate::handlers::request::Params;
+use crate::request::query::Params;
 
 /// What each row embeds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //!
 //! Kubernetes counterpart: `k8s.io/apiserver/pkg/endpoints/handlers/watch.go` (`serveWatch`: one
 //! `{"type","object"}` line per event, flushed each time) fed by the watch cache
-//! (`pkg/storage/cacher/cacher.go`, `watch_cache.go`). The rules (kubernetes-rules §12):
+//! (`pkg/storage/cacher/cacher.go`, `watch_cache.go`). The rules (docs/kubernetes-rules.md#watch):
 //!
 //! - start point: `resourceVersion` unset or `"0"` → a synthetic ADDED for every current match,
 //!   then live events; `N` → every event after N, in order; older than the event log → one ERROR
@@ -38,9 +38,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use crate::error::{ApiError, ApiResult};
-use crate::handlers::read::{check_field_selector, matches};
-use crate::handlers::request::ListOptions;
-use crate::handlers::Target;
+use crate::request::query::ListOptions;
+use crate::request::selection::{check_field_selector, matches};
+use crate::request::Target;
 use crate::storage::{self, Event, EventType, Record, Revision, Storage, WatchStream};
 use crate::table::{table, Output};
 use crate::watch_encode::{owned_line, LineObject};
@@ -327,8 +327,8 @@ async fn bookmark_revision(
     Some(current.max(*last))
 }
 
-/// The event a selector-filtered watch sees for one storage event (kubernetes-rules W4), if any.
-/// Its object is the event's own (shared encoding) unless it is the last matching state.
+/// The event a selector-filtered watch sees for one storage event (docs/kubernetes-rules.md#w4), if
+/// any. Its object is the event's own (shared encoding) unless it is the last matching state.
 fn convert<'a>(event: &'a Event, options: &ListOptions) -> Option<(&'static str, LineObject<'a>)> {
     let unfiltered = options.labels.is_empty() && options.fields.is_empty();
     let now = unfiltered || matches(options, &event.object);

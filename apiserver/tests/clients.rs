@@ -1,5 +1,6 @@
-//! The surface real clients need beyond CRUD (real-clients.md): Tables for kubectl, the OpenAPI
-//! stub behind `kubectl apply` validation, fieldValidation, strategic merge and server-side apply.
+//! The surface real clients need beyond CRUD (docs/real-clients.md): Tables for kubectl, the
+//! OpenAPI stub behind `kubectl apply` validation, fieldValidation, strategic merge and server-side
+//! apply.
 
 mod common;
 

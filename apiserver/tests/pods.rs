@@ -1,4 +1,5 @@
-//! The pod-specific API: binding (the scheduler's write) and graceful deletion (kubernetes-rules §2).
+//! The pod-specific API: binding (the scheduler's write) and graceful deletion
+//! (docs/kubernetes-rules.md#deletion).
 
 mod common;
 

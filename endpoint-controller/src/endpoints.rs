@@ -5,7 +5,7 @@
 //! `staging/src/k8s.io/endpointslice/util/controller_utils.go` (`ShouldPodBeInEndpoints`),
 //! `pkg/api/v1/pod/util.go` (`FindPort`) and `pkg/api/v1/endpoints/util.go` (`RepackSubsets`).
 //!
-//! The rules (kubernetes-rules.md §8, E2):
+//! The rules (docs/kubernetes-rules.md#e2):
 //! - a Service with no selector (`spec.selector` absent) is not managed: someone else writes its
 //!   Endpoints. An empty selector (`{}`) selects every pod of the namespace, as upstream;
 //! - a pod counts if it is in the Service's namespace, its labels match the selector, it has an IP,

@@ -9,10 +9,10 @@
 //! - `httpGet` sends a GET to `host` (default the pod IP) and the port; a 2xx or 3xx answers;
 //! - `sleep` waits `seconds` (KEP-3960).
 //!
-//! Timing rules (kubernetes-rules.md §3, §4 T1): postStart runs alongside the process and the
-//! container is not Running until it finishes; preStop runs before SIGTERM and its time counts
-//! against the grace period. The callers bound the hook (preStop by the grace deadline); a hook
-//! that overruns is abandoned (its exec child is killed with its future).
+//! Timing rules (docs/kubernetes-rules.md#start-path, #t1): postStart runs alongside the process
+//! and the container is not Running until it finishes; preStop runs before SIGTERM and its time
+//! counts against the grace period. The callers bound the hook (preStop by the grace deadline); a
+//! hook that overruns is abandoned (its exec child is killed with its future).
 //!
 //! minik simplifies: the deprecated `tcpSocket` handler is rejected with an error.
 

@@ -5,7 +5,7 @@
 //! addresses, capacity, nodeInfo, daemonEndpoints, the Ready condition) and the node lease
 //! controller (`pkg/kubelet/nodelease`, `k8s.io/component-helpers/apimachinery/lease`).
 //!
-//! Heartbeats (kubernetes-rules.md §11 N1): the Lease `kube-node-lease/<node>` is renewed every
+//! Heartbeats (docs/kubernetes-rules.md#n1): the Lease `kube-node-lease/<node>` is renewed every
 //! `heartbeat_interval` (10 s upstream); the node status — with `Ready=True` and a fresh
 //! `lastHeartbeatTime` — is written at registration and then every 5 heartbeats (upstream: on
 //! change or every 5 minutes). A failed renewal is retried at the next tick.

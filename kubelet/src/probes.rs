@@ -7,7 +7,7 @@
 //! pod worker through a channel (upstream: the `results.Manager` updates channel), never by
 //! polling the API.
 //!
-//! Rules (kubernetes-rules.md §5): defaults initialDelay 0, period 10 s, timeout 1 s,
+//! Rules (docs/kubernetes-rules.md#probes): defaults initialDelay 0, period 10 s, timeout 1 s,
 //! successThreshold 1, failureThreshold 3; readiness starts as Failure ("the default state of
 //! readiness before the initial delay is Failure"), liveness as Success; a startup probe holds the
 //! other two off until it passes (the pod worker starts them on its first success); a result is

@@ -7,7 +7,7 @@
 //! (`pkg/apis/core/v1/helper/qos/qos.go`). The status manager (`status_manager.go`) then writes it
 //! with `PATCH pods/{name}/status` only when it changed — in minik that is the pod worker's job.
 //!
-//! Rules worth knowing (kubernetes-rules.md §7):
+//! Rules worth knowing (docs/kubernetes-rules.md#phases):
 //! - the phase is one of Pending, Running, Succeeded, Failed — `CrashLoopBackOff` is a waiting
 //!   *reason* of a container, never a phase;
 //! - a container is shown `running` only once its postStart hook finished; until then it is
@@ -29,7 +29,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::cri::{ContainerState, ContainerStatus};
-use crate::sync::{
+use crate::plan::{
     latest_attempt, previous_attempt, restart_policy, should_restart, ContainerMemo,
     StartFailureKind,
 };

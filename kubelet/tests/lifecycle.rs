@@ -172,9 +172,10 @@ async fn restarted_kubelet_adopts_its_running_pod() {
     let _ = apiserver.await;
 }
 
-/// Seed 001, scenario 2 on real processes: a preStop (2 s) longer than the grace (1 s) is cut at
-/// the deadline, SIGTERM follows, and an app that ignores SIGTERM is SIGKILLed 2 s later. The
-/// timeline is read back from the Events' `eventTime`, as the demo does.
+/// Seed 001 ("What Happens When Deleting a Pod"), scenario 2 on real processes: a preStop (2 s)
+/// longer than the grace (1 s) is cut at the deadline, SIGTERM follows, and an app that ignores
+/// SIGTERM is SIGKILLed 2 s later. The timeline is read back from the Events' `eventTime`, as the
+/// demo does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prestop_longer_than_grace_gets_sigterm_at_the_deadline_and_sigkill_two_seconds_later() {
     let dir = cluster::TestDir::new();

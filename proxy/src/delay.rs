@@ -1,6 +1,7 @@
 //! The sync delay: a FIFO that releases each endpoint change a fixed time after it was observed.
 //!
 //! Kubernetes counterpart: none in kube-proxy itself. It stands for the slow consumers of seed 003
+//! ("Making K8s shutdowns more graceful", docs/seeds.md)
 //! (an external load balancer or an operator that batches its updates), and for kube-proxy's own
 //! `minSyncPeriod`, where "each individual change may end up waiting up to the full minSyncPeriod".
 //! With `--sync-delay 2s`, a pod removed from the Endpoints is still picked by the proxy for two

@@ -24,7 +24,8 @@
 //!   when it cannot bind it;
 //! - TCP only, the legacy Endpoints object only (no EndpointSlices), no node ports or external IPs;
 //! - `--sync-delay` holds every Endpoints change back on purpose, to stand for the slow consumers of
-//!   seed 003 and make the deletion race visible.
+//!   seed 003 ("Making K8s shutdowns more graceful", docs/seeds.md) and make the deletion race
+//!   visible.
 //!
 //! The pieces, in the order a change and then a connection meet them: [`sync`] (informers →
 //! proxier, the sync delay in [`delay`]), [`service_port`] (objects → per-port specs),

@@ -3,7 +3,7 @@
 //! The client is built from the same plain-http kubeconfig kubectl reads. The watcher is run in
 //! both of its modes: the default list-then-watch, and `streaming_lists()` (a watch with
 //! `sendInitialEvents=true` that only reports `InitDone` after the server's bookmark annotated
-//! `k8s.io/initial-events-end`, real-clients.md §12).
+//! `k8s.io/initial-events-end`, docs/real-clients.md#kube-rs).
 
 use std::time::Duration;
 

@@ -3,9 +3,9 @@
 //! fields, conflicts, force) and the typed `create namespace` / `create service` commands, which
 //! send protobuf bodies.
 //!
-//! Each test writes a kubeconfig for its cluster (real-clients.md §1.1) and runs `/usr/bin/kubectl`
-//! with a private `--cache-dir`, so discovery is fetched fresh. Skipped with a notice when kubectl
-//! is not installed, except under CI.
+//! Each test writes a kubeconfig for its cluster (docs/real-clients.md#kubeconfig) and runs
+//! `/usr/bin/kubectl` with a private `--cache-dir`, so discovery is fetched fresh. Skipped with a
+//! notice when kubectl is not installed, except under CI.
 
 use minik_api::core::Pod;
 use minik_tests::wait::{pod, wait_for};

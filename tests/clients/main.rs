@@ -4,7 +4,7 @@
 //!
 //! Kubernetes counterpart: the conformance idea of `test/e2e/kubectl/kubectl.go` (kubectl's own
 //! commands checked on their printed output) and the client libraries' integration suites. What
-//! each client sends and needs, request by request, is `shared/reference/real-clients.md`.
+//! each client sends and needs, request by request, is `docs/real-clients.md`.
 //! Run `cargo build --workspace --bins` first: containers run the `minik` binary. kubectl and
 //! Python tests skip with a notice when the tool is missing on a developer's machine, and fail
 //! under CI (`CI` set), where `.ci/run` provides both.

@@ -3,7 +3,8 @@
 //! This is issue 7's "done when" as a user meets it: a kubeconfig that already holds another
 //! cluster, `minik up` in the background, then plain `kubectl` (no `--server`, no `--context`):
 //! `kubectl apply -f pod.yaml` (seed 000), `kubectl get services,endpoints` (seeds 000 and 002)
-//! and `kubectl delete pod … --grace-period=100` (seed 001).
+//! and `kubectl delete pod … --grace-period=100` (seed 001). The seeds are listed by title in
+//! docs/seeds.md.
 
 use std::os::unix::fs::PermissionsExt;
 

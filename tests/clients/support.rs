@@ -117,7 +117,7 @@ impl Kubectl {
         Kubectl { binary, dir }
     }
 
-    /// Writes a kubeconfig for `server` (the plain-http one of real-clients.md §1.1).
+    /// Writes a kubeconfig for `server` (the plain-http one of docs/real-clients.md#kubeconfig).
     pub fn new(binary: PathBuf, server: &str) -> Self {
         let Kubectl { binary, dir } = Kubectl::without_config(binary);
         let config = format!(

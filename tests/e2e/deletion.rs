@@ -330,7 +330,8 @@ async fn post_start_runs_alongside_and_running_waits_for_it() {
 }
 
 /// A pod's process can still read from the API server during its graceful shutdown (seed 001,
-/// scenario 3): on SIGTERM it runs `minik get pod` and sees itself Terminating.
+/// "What Happens When Deleting a Pod", scenario 3): on SIGTERM it runs `minik get pod` and sees
+/// itself Terminating.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn app_reads_its_pod_from_the_api_during_shutdown() {
     let _machine = crate::support::exclusive().await;

@@ -1,5 +1,6 @@
 //! Services (issue 5): the endpoint controller and the userspace proxy follow pods in and out,
-//! and seed 003's race between endpoint removal and the process stopping.
+//! and the race of seed 003 ("Making K8s shutdowns more graceful", docs/seeds.md) between
+//! endpoint removal and the process stopping.
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -1,5 +1,8 @@
 //! Tidy checks over the whole workspace, in the spirit of rust-analyzer's `tidy` test: every Rust
-//! source file starts with a `//!` module doc saying what it is (style.md §2.7).
+//! source file starts with a `//!` module doc saying what it is (docs/style.md#module-docs), and
+//! every repository path a comment or a doc cites exists (`cited_paths.rs`).
+
+mod cited_paths;
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +16,12 @@ fn workspace_root() -> PathBuf {
 
 /// Every `.rs` file under `dir`, skipping `target/` and hidden directories.
 fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    files_ending_in(dir, &[".rs"], found);
+}
+
+/// Every file under `dir` whose name ends in one of `suffixes`, skipping `target/` and hidden
+/// directories.
+fn files_ending_in(dir: &Path, suffixes: &[&str], found: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -21,12 +30,20 @@ fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
         let name = entry.file_name().to_string_lossy().into_owned();
         if path.is_dir() {
             if name != "target" && !name.starts_with('.') {
-                rust_files(&path, found);
+                files_ending_in(&path, suffixes, found);
             }
-        } else if name.ends_with(".rs") {
+        } else if suffixes.iter().any(|suffix| name.ends_with(suffix)) {
             found.push(path);
         }
     }
+}
+
+/// `file` relative to the workspace root, for messages.
+fn relative(file: &Path) -> String {
+    file.strip_prefix(workspace_root())
+        .unwrap_or(file)
+        .display()
+        .to_string()
 }
 
 /// Every Rust file of the workspace starts with a `//!` module doc.
@@ -41,16 +58,75 @@ fn every_rust_file_starts_with_a_module_doc() {
             let text = std::fs::read_to_string(file).unwrap_or_default();
             !text.trim_start().starts_with("//!")
         })
-        .map(|file| {
-            file.strip_prefix(workspace_root())
-                .unwrap_or(file)
-                .display()
-                .to_string()
-        })
+        .map(|file| relative(file))
         .collect();
     assert!(
         missing.is_empty(),
         "files without a `//!` module doc:\n{}",
         missing.join("\n")
+    );
+}
+
+/// Every repository file cited in a Rust comment or a Markdown file exists (and a cited Markdown
+/// anchor exists in its file), so a reader can follow every reference.
+#[test]
+fn every_cited_repository_path_exists() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    files_ending_in(&root, &[".rs", ".md"], &mut files);
+    let mut stale = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let is_rust = file.extension().is_some_and(|extension| extension == "rs");
+        let bases = cited_paths::bases(&root, file);
+        for citation in cited_paths::citations(&text, is_rust) {
+            checked += 1;
+            if let Some(problem) = cited_paths::problem(&citation, &bases) {
+                stale.push(format!("{}:{}: {problem}", relative(file), citation.line));
+            }
+        }
+    }
+    assert!(checked > 50, "found the workspace's citations ({checked})");
+    assert!(stale.is_empty(), "stale citations:\n{}", stale.join("\n"));
+}
+
+/// Nothing cites the reference files outside the repository, nor the common-rules file it never
+/// had: their rules live in `docs/`.
+#[test]
+fn nothing_cites_files_outside_the_repository() {
+    let root = workspace_root();
+    // Spelled in pieces so that this file does not cite them itself.
+    let forbidden = [
+        ["../", "shared/"].concat(),
+        ["shared/", "reference/"].concat(),
+        ["shared/", "seeds"].concat(),
+        ["COMMON", ".md"].concat(),
+    ];
+    let mut files = Vec::new();
+    let suffixes = [".rs", ".md", ".toml", ".py", ".yaml", ".yml", ".sh"];
+    files_ending_in(&root, &suffixes, &mut files);
+    files_ending_in(&root.join(".ci"), &[""], &mut files);
+    let offenders: Vec<String> = files
+        .iter()
+        .flat_map(|file| {
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            let found: Vec<String> = text
+                .lines()
+                .enumerate()
+                .filter(|(_, line)| {
+                    forbidden
+                        .iter()
+                        .any(|needle| line.contains(needle.as_str()))
+                })
+                .map(|(index, _)| format!("{}:{}", relative(file), index + 1))
+                .collect();
+            found
+        })
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "cite docs/ instead of files outside the repository:\n{}",
+        offenders.join("\n")
     );
 }

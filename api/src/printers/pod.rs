@@ -2,7 +2,8 @@
 //!
 //! Kubernetes counterpart: `printPod` in `pkg/printers/internalversion/printers.go`. The STATUS cell
 //! is not the phase: it is computed from the phase, the init containers, the containers (in reverse,
-//! so the first one that is not running decides), and `deletionTimestamp` (kubernetes-rules.md §7).
+//! so the first one that is not running decides), and `deletionTimestamp`
+//! (docs/kubernetes-rules.md#status-cell).
 
 use jiff::Timestamp;
 

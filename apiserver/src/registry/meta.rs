@@ -188,7 +188,7 @@ fn random_suffix() -> String {
 }
 
 /// Whether an update left a deleted object with nothing holding it: deletion requested with no
-/// grace left and no finalizers (`ShouldDeleteDuringUpdate`, kubernetes-rules D5).
+/// grace left and no finalizers (`ShouldDeleteDuringUpdate`, docs/kubernetes-rules.md#d5).
 pub fn should_delete_during_update(object: &Value) -> bool {
     let Some(meta) = object.get("metadata") else {
         return false;

@@ -31,7 +31,8 @@ pub fn prepare_create(object: Value) -> ApiResult<Value> {
     untyped(&pod)
 }
 
-/// An updated pod: defaults, then `ValidatePodUpdate` against the stored pod (kubernetes-rules A4).
+/// An updated pod: defaults, then `ValidatePodUpdate` against the stored pod
+/// (docs/kubernetes-rules.md#a4).
 pub fn prepare_update(object: Value, old: &Value) -> ApiResult<Value> {
     let mut pod: Pod = typed(object, "Pod")?;
     let old: Pod = typed(old.clone(), "Pod")?;

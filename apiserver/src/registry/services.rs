@@ -22,7 +22,7 @@ use super::{typed, untyped};
 use crate::error::ApiResult;
 use crate::storage::Record;
 
-/// The first address of minik's service range, 127.96.0.0/16 (COMMON.md "Cluster layout").
+/// The first address of minik's service range, 127.96.0.0/16 (docs/architecture.md#cluster-layout).
 pub const SERVICE_NET: Ipv4Addr = Ipv4Addr::new(127, 96, 0, 0);
 /// Addresses in the range: 2^16.
 const RANGE_SIZE: u32 = 1 << 16;

@@ -24,7 +24,7 @@
 //!    could still take back.
 //!
 //! sled's own `watch_prefix` is not used: it cannot replay from a revision, orders events per key
-//! only, and blocks writers when a subscriber is slow (`crates.md` §2.1).
+//! only, and blocks writers when a subscriber is slow (docs/reliability.md#storage).
 //!
 //! Simplifications: reads go straight to sled, so a `get`/`list` may see a write a few milliseconds
 //! before it is acknowledged; history is not persisted (after a restart watches start at the

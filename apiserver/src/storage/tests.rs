@@ -2,8 +2,9 @@
 //!
 //! Kubernetes counterpart: `k8s.io/apiserver/pkg/storage/testing/store_tests.go` and
 //! `watcher_tests.go`, which run one suite against etcd3 and the watch cache alike. The watch
-//! tests check etcd's promises (`reliability.md` §2.1): ordered, unique, no gaps, resumable from a
-//! revision in the window, 410 (`Expired`) before it, slow watchers cut instead of waited on.
+//! tests check etcd's promises (docs/reliability.md#watch-properties): ordered, unique, no gaps,
+//! resumable from a revision in the window, 410 (`Expired`) before it, slow watchers cut instead of
+//! waited on.
 //!
 //! `conformance!(module, factory)` stamps out one `#[tokio::test]` per case for a backend.
 

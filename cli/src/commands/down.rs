@@ -15,7 +15,7 @@ use anyhow::Context;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use super::up::{default_data_dir, is_minik_up, pid_file};
+use minik_cluster::{default_data_dir, is_minik_up, pid_file};
 
 /// Flags of `minik down`.
 #[derive(clap::Args, Debug, Clone)]

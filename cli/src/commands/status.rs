@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::up::{default_data_dir, state_file, ClusterState, ComponentState};
+use minik_cluster::{default_data_dir, state_file, ClusterState, ComponentState};
 
 /// Flags of `minik status`.
 #[derive(clap::Args, Debug, Clone)]

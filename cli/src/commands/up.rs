@@ -2,29 +2,23 @@
 //!
 //! Kubernetes counterpart: `kind create cluster` (and `kubeadm init` underneath it). Where kind
 //! starts a node container running systemd, the kubelet and static pods, minik starts every
-//! component as a child process of its own binary (`up/cluster.rs`), shows a kind-style line per
-//! component as it becomes ready, merges a `minik` context into the kubeconfig (`up/kubeconfig.rs`),
+//! component as a child process of its own binary (`minik_cluster`, `cluster/src/cluster.rs`), shows a kind-style line per
+//! component as it becomes ready, merges a `minik` context into the kubeconfig (`cluster/src/kubeconfig.rs`),
 //! prints how to use the cluster, writes `DATA/minik.pid` and waits for Ctrl-C or SIGTERM (which is
 //! what `minik down` sends).
 //!
 //! Stopping drains the pods gracefully (preStop hooks and grace periods run), then stops the
 //! components and reaps every leftover process; a second Ctrl-C stops waiting for the pods.
 //!
-//! Read next: `up/cluster.rs`, then `up/supervisor.rs` and `up/drain.rs`; `down.rs` and
+//! Read next: `cluster/src/cluster.rs`, then `cluster/src/supervisor.rs` and `cluster/src/drain.rs`; `down.rs` and
 //! `status.rs` read the files written here.
-
-mod cluster;
-mod drain;
-pub mod kubeconfig;
-mod supervisor;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-
-pub use cluster::{start_cluster, ClusterOptions, ClusterState, ComponentState, RunningCluster};
-pub use supervisor::UnexpectedExit;
+use minik_cluster::{default_data_dir, is_minik_up, pid_file, state_file};
+use minik_cluster::{drain, kubeconfig, Cluster, ClusterConfig, UnexpectedExit};
 
 /// Flags of `minik up`.
 #[derive(clap::Args, Debug, Clone)]
@@ -62,34 +56,13 @@ fn parse_duration(text: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
-/// `$XDG_DATA_HOME/minik`, else `~/.local/share/minik`.
-pub fn default_data_dir() -> PathBuf {
-    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(xdg).join("minik");
-    }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    home.join(".local").join("share").join("minik")
-}
-
-/// The pid file holding the pid of the running `minik up`.
-pub fn pid_file(data_dir: &Path) -> PathBuf {
-    data_dir.join("minik.pid")
-}
-
-/// The state file (`ClusterState` as JSON) next to the pid file.
-pub fn state_file(data_dir: &Path) -> PathBuf {
-    data_dir.join("minik.state.json")
-}
-
 /// Runs `minik up` until Ctrl-C / SIGTERM, then stops the cluster.
 pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let data_dir = args.data_dir.clone().unwrap_or_else(default_data_dir);
     refuse_if_running(&data_dir)?;
     let signals = drain::Signals::install()?;
     println!("Creating cluster \"minik\" in {} ...", data_dir.display());
-    let options = ClusterOptions {
+    let options = ClusterConfig {
         data_dir: data_dir.clone(),
         listen: args.listen,
         nodes: args.nodes,
@@ -103,8 +76,9 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         kubelet_args: Vec::new(),
         progress: true,
         interrupt: signals.first_token(),
+        ..ClusterConfig::default()
     };
-    let mut cluster = match start_cluster(options).await {
+    let mut cluster = match Cluster::start(options).await {
         Ok(cluster) => cluster,
         Err(err) => {
             eprintln!(" ✗ {err:#}");
@@ -131,20 +105,6 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&state_path);
     println!("Cluster \"minik\" stopped; nothing left running.");
     Ok(())
-}
-
-/// True if `pid` is a live `minik up` (and not some unrelated process that reused the pid).
-pub fn is_minik_up(pid: u32) -> bool {
-    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-        return false;
-    };
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let zombie = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        == Some("Z");
-    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-    !zombie && args.iter().any(|a| a.ends_with(b"minik")) && args.iter().any(|a| *a == b"up")
 }
 
 /// Refuses to start when another `minik up` runs from this data dir.
@@ -182,7 +142,7 @@ fn write_kubeconfig(server: &str) -> bool {
 }
 
 /// The "cluster is ready" banner with next steps: kubectl as the first one, as kind prints it.
-fn print_ready(cluster: &RunningCluster, nodes: u8, context_set: bool) {
+fn print_ready(cluster: &Cluster, nodes: u8, context_set: bool) {
     let seconds = cluster.startup.as_secs_f64();
     println!(
         "\nCluster \"minik\" is ready in {seconds:.1}s: {nodes} node(s), API server {}",
@@ -202,7 +162,7 @@ fn print_ready(cluster: &RunningCluster, nodes: u8, context_set: bool) {
 }
 
 /// Says on stderr that a component died on its own.
-fn report_unexpected(exit: &UnexpectedExit, cluster: &RunningCluster) {
+fn report_unexpected(exit: &UnexpectedExit, cluster: &Cluster) {
     let how = exit
         .status
         .map(|s| s.to_string())
@@ -216,12 +176,7 @@ fn report_unexpected(exit: &UnexpectedExit, cluster: &RunningCluster) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The data directory is a `minik` directory.
-    #[test]
-    fn default_data_dir_ends_in_minik() {
-        assert!(default_data_dir().ends_with("minik"));
-    }
+    use minik_cluster::{ClusterState, ComponentState};
 
     /// Durations are validated but passed on exactly as written.
     #[test]

@@ -1,9 +1,7 @@
 //! An in-process apiserver, fast leader-election timings, and waiting on watches.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use minik_apiserver::storage::memory::MemoryStorage;
 use minik_client::{Api, Client, ListParams, Object};
 use minik_controller_manager::leader::LeaderElectionConfig;
 use tokio::net::TcpListener;
@@ -32,7 +30,7 @@ pub async fn apiserver() -> Apiserver {
     let shutdown = CancellationToken::new();
     tokio::spawn(minik_apiserver::serve(
         listener,
-        Arc::new(MemoryStorage::new(100_000)),
+        minik_apiserver::StorageBackend::memory(100_000),
         shutdown.child_token(),
     ));
     Apiserver {

@@ -1,6 +1,7 @@
 //! What the built-in images do on SIGTERM, and the `event=… t=…` lines they print.
 //!
-//! Kubernetes counterpart: none; this is the test program of seed 001, which timestamps each event
+//! Kubernetes counterpart: none; this is the test program of seed 001 ("What Happens When
+//! Deleting a Pod", docs/seeds.md), which timestamps each event
 //! of a container's life so the kubelet's termination sequence (preStop, SIGTERM, grace, SIGKILL)
 //! can be measured from the log. `MINIK_ON_SIGTERM` picks the app's behaviour:
 //! `exit` (default: exit 0 at once), `drain:N` (keep serving N ms, then exit 0), `ignore`.

@@ -2,7 +2,7 @@
 
 Run by tests/clients/python.rs as `python lifecycle.py KUBECONFIG`. Every answer goes through the
 client's pydantic models (strict: a missing required field or a wrong type raises), so this also
-checks that minik's objects are complete (real-clients.md §11). Prints one line per step and
+checks that minik's objects are complete (docs/real-clients.md#python). Prints one line per step and
 exits non-zero on the first failure.
 """
 

@@ -1,0 +1,78 @@
+//! minik-cluster: start, supervise and stop a whole minik cluster on this machine.
+//!
+//! Kubernetes counterpart: kind's `pkg/cluster` (create and delete a cluster of node containers)
+//! plus the part of kubeadm that waits for the control plane. minik starts processes where kind
+//! starts containers: every component is a child process of the one `minik` binary, in its own
+//! process group, logging to `DATA/logs/COMPONENT.log`. What it leaves out: no node images, no
+//! kubeadm phases, no HA control plane, no upgrades.
+//!
+//! One launcher, used by `minik up`, `minik demo`, the benchmarks and the test harness:
+//!
+//! ```no_run
+//! # async fn example() -> minik_cluster::Result<()> {
+//! let cluster = minik_cluster::Cluster::start(minik_cluster::ClusterConfig::default()).await?;
+//! println!("API server at {}", cluster.server_url);
+//! cluster.stop().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! - [`cluster`]: the order of the start (apiserver, scheduler, kubelets, controllers, proxy) and
+//!   the orderly stop (drain the pods, stop the components in reverse order, reap leftovers);
+//! - [`supervisor`]: one supervised child process per component;
+//! - [`drain`]: readiness checks while starting, signals, and the pod drain while stopping;
+//! - [`kubeconfig`]: merging a `minik` context into the user's kubeconfig;
+//! - [`files`]: where a cluster keeps its data, pid and state files.
+//!
+//! Read next: `cluster.rs`.
+
+pub mod cluster;
+pub mod drain;
+pub mod files;
+pub mod kubeconfig;
+pub mod supervisor;
+
+pub use cluster::{Cluster, ClusterConfig, ClusterState, ComponentState};
+pub use files::{default_data_dir, is_minik_up, pid_file, state_file};
+pub use supervisor::UnexpectedExit;
+
+/// What can go wrong while starting or stopping a cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file or process operation failed; `what` says which.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done (`opening DATA/logs/apiserver.log`).
+        what: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A component did not come up (it exited, or did not get ready in time).
+    #[error("{0}")]
+    Start(String),
+    /// The kubeconfig could not be read or written.
+    #[error("{0}")]
+    Kubeconfig(String),
+    /// Talking to the API server failed (boxed: the client's error carries a whole Status).
+    #[error(transparent)]
+    Client(Box<minik_client::Error>),
+}
+
+impl From<minik_client::Error> for Error {
+    fn from(error: minik_client::Error) -> Self {
+        Error::Client(Box::new(error))
+    }
+}
+
+impl Error {
+    /// An I/O error with what was being done.
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
