@@ -161,10 +161,25 @@ pub fn start_controllers(
     workers: usize,
     shutdown: &CancellationToken,
 ) -> Vec<BoxFuture<'static, ()>> {
-    vec![controller::spawn(
-        replicaset::ReplicaSetController::new(informers, client.clone()),
-        informers,
-        workers,
-        shutdown.clone(),
-    )]
+    vec![
+        controller::spawn(
+            replicaset::ReplicaSetController::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            deployment::DeploymentController::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        // The collector registers last: it reuses every typed informer registered above.
+        controller::spawn(
+            gc::GarbageCollector::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+    ]
 }

@@ -100,11 +100,15 @@ impl ReplicaSetController {
             .map(|(reason, error)| (*reason, error.to_string()));
         let status = pods::calculate_status(&rs, &owned, reason, now);
         if rs.status.as_ref() != Some(&status) {
-            let mut updated = (*rs).clone();
-            updated.status = Some(status.clone());
+            // A merge patch rather than an update: the Deployment controller rewrites the RS's
+            // spec often, and a status write needs no resourceVersion to be right.
+            let mut body = serde_json::json!({ "status": status });
+            if status.conditions.is_none() {
+                body["status"]["conditions"] = serde_json::Value::Null;
+            }
             let name = rs.metadata.name.as_deref().unwrap_or_default();
             self.api::<ReplicaSet>(&rs.metadata)
-                .replace_status(name, &updated)
+                .patch_status(name, &Patch::Merge(body))
                 .await?;
             debug!(rs = %key, replicas = status.replicas, ready = ?status.ready_replicas, available = ?status.available_replicas, "updated status");
         }
