@@ -1,5 +1,6 @@
-//! A fake kubelet for the tests: binds every pod to `node-1`, reports it Running and Ready, and
-//! finishes a graceful delete at once (as a kubelet does once the containers stopped).
+//! A fake kubelet for the tests: binds every pod to `node-1`, reports it Running and Ready (never
+//! Ready when its image contains `unready`), and finishes a graceful delete at once (as a kubelet
+//! does once the containers stopped).
 
 use futures::StreamExt;
 use minik_api::core::Pod;
@@ -52,9 +53,18 @@ async fn act(client: &Client, pod: &Pod) {
     let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
     if !running {
         let now = minik_api::now();
+        let image = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers[0].image.as_deref());
+        let ready = if image.unwrap_or_default().contains("unready") {
+            "False"
+        } else {
+            "True"
+        };
         let status = json!({ "status": {
             "phase": "Running", "podIP": "127.244.1.2",
-            "conditions": [{ "type": "Ready", "status": "True", "lastTransitionTime": now }]
+            "conditions": [{ "type": "Ready", "status": ready, "lastTransitionTime": now }]
         }});
         let _ = pods.patch_status(name, &Patch::Merge(status)).await;
     }

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cluster::{apiserver, fast_election, wait_until, Apiserver};
 
 /// Starts a controller manager (with its own identity) against `server`.
-fn controller_manager(server: &Apiserver, identity: &str) -> CancellationToken {
+pub fn controller_manager(server: &Apiserver, identity: &str) -> CancellationToken {
     let shutdown = CancellationToken::new();
     let config = minik_controller_manager::Config {
         server: server.url.clone(),
@@ -36,7 +36,7 @@ fn deployment(replicas: i32, image: &str) -> Deployment {
     .unwrap()
 }
 
-fn live(pods: &[Pod]) -> Vec<&Pod> {
+pub fn live(pods: &[Pod]) -> Vec<&Pod> {
     pods.iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect()
@@ -65,16 +65,16 @@ fn complete(d: &Deployment, replicas: i32) -> bool {
         && status.observed_generation == d.metadata.generation
 }
 
-struct Workloads {
-    server: Apiserver,
-    deployments: Api<Deployment>,
-    replica_sets: Api<ReplicaSet>,
-    pods: Api<Pod>,
+pub struct Workloads {
+    pub server: Apiserver,
+    pub deployments: Api<Deployment>,
+    pub replica_sets: Api<ReplicaSet>,
+    pub pods: Api<Pod>,
     _kubelet: Guard,
 }
 
 /// Cancels a token when dropped.
-struct Guard(CancellationToken);
+pub struct Guard(pub CancellationToken);
 
 impl Drop for Guard {
     fn drop(&mut self) {
@@ -82,7 +82,7 @@ impl Drop for Guard {
     }
 }
 
-async fn workloads() -> Workloads {
+pub async fn workloads() -> Workloads {
     minik_client::logging::init("test");
     let server = apiserver().await;
     let kubelet = CancellationToken::new();
@@ -279,4 +279,70 @@ async fn a_standby_finishes_a_rollout_the_leader_left_without_extra_pods() {
     })
     .await;
     assert_eq!(live(&pods).len(), 4, "no extra pods");
+}
+
+/// DP13: Recreate never runs old and new pods together, terminating ones included.
+#[tokio::test]
+async fn recreate_removes_every_old_pod_before_starting_new_ones() {
+    let w = workloads().await;
+    let _cm = Guard(controller_manager(&w.server, "cm-1"));
+    let mut recreate = deployment(3, "web:v1");
+    recreate.spec.as_mut().unwrap().strategy =
+        Some(serde_json::from_value(json!({"type": "Recreate"})).unwrap());
+    w.deployments.create(&recreate).await.unwrap();
+    wait_until(&w.deployments, |all| all.iter().any(|d| complete(d, 3))).await;
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "web:v2"}]}}}});
+    w.deployments
+        .patch("web", &Patch::Strategic(patch))
+        .await
+        .unwrap();
+    let mut overlap = false;
+    let pods = wait_until(&w.pods, |all| {
+        let images: Vec<&str> = all.iter().map(image).collect();
+        overlap |= images.contains(&"web:v1") && images.contains(&"web:v2");
+        all.len() == 3 && images.iter().all(|i| *i == "web:v2")
+    })
+    .await;
+    assert!(!overlap, "old and new pods existed together");
+    assert_eq!(pods.len(), 3);
+}
+
+/// DP22, DP24: a new version that never becomes ready stalls within maxUnavailable and reports
+/// ProgressDeadlineExceeded; the old pods keep serving.
+#[tokio::test]
+async fn a_never_ready_rollout_stalls_and_exceeds_its_deadline() {
+    let w = workloads().await;
+    let _cm = Guard(controller_manager(&w.server, "cm-1"));
+    let mut d = deployment(4, "web:v1");
+    d.spec.as_mut().unwrap().progress_deadline_seconds = Some(1);
+    w.deployments.create(&d).await.unwrap();
+    wait_until(&w.deployments, |all| all.iter().any(|d| complete(d, 4))).await;
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "web:unready"}]}}}});
+    w.deployments
+        .patch("web", &Patch::Strategic(patch))
+        .await
+        .unwrap();
+    let all = wait_until(&w.deployments, |all| {
+        all.iter()
+            .flat_map(|d| d.status.iter().flat_map(|s| s.conditions.iter().flatten()))
+            .any(|c| {
+                c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
+            })
+    })
+    .await;
+    let status = all[0].status.clone().unwrap();
+    // 4 replicas at 25%: surge 1, unavailable 1: one old pod went, two new ones never got ready.
+    assert_eq!(
+        status.available_replicas,
+        Some(3),
+        "never below replicas - maxUnavailable"
+    );
+    assert_eq!(status.updated_replicas, Some(2));
+    let progressing = status
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "Progressing")
+        .unwrap();
+    assert_eq!(progressing.status, "False");
 }
