@@ -8,12 +8,14 @@
 //! - [`rolling`]: the arithmetic, pure and table-tested;
 //! - [`util`]: the pod-template-hash, the new RS, revisions, history;
 //! - [`status`]: counts and the Available / Progressing conditions;
-//! - [`sync`]: `sync_deployment`, which strings them together with the API writes.
+//! - [`sync`]: `sync_deployment`, which strings them together with the API writes, and
+//!   `replica_sets.rs`, the writes that claim, create and trim ReplicaSets.
 //!
 //! The handlers queue a Deployment when it changes, when one of its ReplicaSets changes (or an
 //! orphan RS its selector matches appears), and, for Recreate, when one of its pods goes away
 //! (the new RS may only start once every old pod is gone).
 
+mod replica_sets;
 pub mod rolling;
 pub mod status;
 pub mod sync;
