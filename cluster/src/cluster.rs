@@ -67,6 +67,8 @@ pub struct ClusterConfig {
     pub proxy_args: Vec<String>,
     /// More flags for every kubelet.
     pub kubelet_args: Vec<String>,
+    /// More flags for the controller manager (the tests' faster leader election, …).
+    pub controller_manager_args: Vec<String>,
     /// Print kind-style progress lines on stdout.
     pub progress: bool,
     /// Cancelling it aborts a start in progress (what has started is stopped again).
@@ -95,6 +97,7 @@ impl Default for ClusterConfig {
             heartbeat_interval: None,
             proxy_args: Vec::new(),
             kubelet_args: Vec::new(),
+            controller_manager_args: Vec::new(),
             progress: true,
             interrupt: CancellationToken::new(),
             mode: Mode::Processes,

@@ -26,6 +26,8 @@ pub enum Component {
     Apiserver,
     /// `minik scheduler`: binds pending pods to nodes.
     Scheduler,
+    /// `minik controller-manager`: Deployments, ReplicaSets and the garbage collector.
+    ControllerManager,
     /// `minik kubelet`: one per node, runs the node's pods.
     Kubelet,
     /// `minik endpoint-controller`: Endpoints and EndpointSlices from Services.
@@ -50,9 +52,10 @@ pub(crate) type Run = Pin<Box<dyn Future<Output = std::result::Result<(), String
 
 impl Component {
     /// Every component, in start order; a cluster stops them in the reverse order.
-    pub const ALL: [Component; 5] = [
+    pub const ALL: [Component; 6] = [
         Component::Apiserver,
         Component::Scheduler,
+        Component::ControllerManager,
         Component::Kubelet,
         Component::EndpointController,
         Component::Proxy,
@@ -63,10 +66,17 @@ impl Component {
         match self {
             Component::Apiserver => "apiserver",
             Component::Scheduler => "scheduler",
+            Component::ControllerManager => "controller-manager",
             Component::Kubelet => "kubelet",
             Component::EndpointController => "endpoint-controller",
             Component::Proxy => "proxy",
         }
+    }
+
+    /// True for the components that create pods (the ReplicaSet controller), which a cluster
+    /// stops before it drains the pods.
+    pub fn creates_pods(self) -> bool {
+        self == Component::ControllerManager
     }
 
     pub(crate) fn readiness(self) -> Readiness {
@@ -118,6 +128,10 @@ impl Component {
                 optional(&mut flag, "--sync-delay", &config.sync_delay);
                 args.extend(config.proxy_args.iter().cloned());
             }
+            Component::ControllerManager => {
+                flag("--server", server);
+                args.extend(config.controller_manager_args.iter().cloned());
+            }
             Component::Scheduler | Component::EndpointController => flag("--server", server),
         }
         args
@@ -137,6 +151,7 @@ impl Component {
         Ok(match self {
             Component::Apiserver => run!(minik_apiserver),
             Component::Scheduler => run!(minik_scheduler),
+            Component::ControllerManager => run!(minik_controller_manager),
             Component::Kubelet => run!(minik_kubelet),
             Component::EndpointController => run!(minik_endpoint_controller),
             Component::Proxy => run!(minik_proxy),

@@ -120,6 +120,16 @@ impl Cluster {
     /// [`Cluster::stop`], where cancelling `hurry` cuts the wait for pods short (the
     /// remaining pods are force deleted and their processes killed).
     pub async fn stop_with(mut self, hurry: CancellationToken) -> Stopped {
+        let mut stopped = Stopped::default();
+        // Controllers that create pods stop before the drain: a ReplicaSet would otherwise
+        // replace every pod the drain deletes.
+        let (creators, rest) = std::mem::take(&mut self.members)
+            .into_iter()
+            .partition(|m: &Member| m.component.creates_pods());
+        self.members = rest;
+        for Member { running, .. } in creators {
+            self.stop_member(running, &mut stopped).await;
+        }
         let apiserver_up = self
             .members
             .first()
@@ -130,12 +140,8 @@ impl Cluster {
                 drain::delete_all_pods(&client, &hurry, progress, grace).await;
             }
         }
-        let mut stopped = Stopped::default();
-        while let Some(Member { mut running, .. }) = self.members.pop() {
-            let exit = running.stop().await;
-            let how = exit.as_ref().map_or_else(|| "gone".into(), Exit::to_string);
-            self.say(&format!(" ✓ Stopped {} ({how})", running.name));
-            stopped.components.push((running.name, exit));
+        while let Some(Member { running, .. }) = self.members.pop() {
+            self.stop_member(running, &mut stopped).await;
         }
         if self.config.reap_leftovers {
             stopped.orphans =
@@ -148,6 +154,14 @@ impl Cluster {
             }
         }
         stopped
+    }
+
+    /// Stops one component and records how it ended.
+    async fn stop_member(&self, mut running: crate::supervisor::Supervised, stopped: &mut Stopped) {
+        let exit = running.stop().await;
+        let how = exit.as_ref().map_or_else(|| "gone".into(), Exit::to_string);
+        self.say(&format!(" ✓ Stopped {} ({how})", running.name));
+        stopped.components.push((running.name, exit));
     }
 
     fn index_of(&self, name: &str) -> Result<usize> {
