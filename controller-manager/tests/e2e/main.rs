@@ -2,10 +2,12 @@
 //!
 //! - `leader`: two candidates on one Lease; one leads, the other takes over when it stops;
 //! - `ownership`: adoption and release by labels, collection of dependents of missing owners;
+//! - `rollout`: seed 002 scaled: a rolling update's budget, beside slow Terminating pods;
 //! - `workloads`: Deployments, ReplicaSets and the garbage collector, with a fake kubelet.
 
 mod cluster;
 mod kubelet;
 mod leader;
 mod ownership;
+mod rollout;
 mod workloads;
