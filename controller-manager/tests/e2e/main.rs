@@ -3,6 +3,7 @@
 //! - `history`: rollback, pause and resume, scaling in the middle of a rollout;
 //! - `leader`: two candidates on one Lease; one leads, the other takes over when it stops;
 //! - `ownership`: adoption and release by labels, collection of dependents of missing owners;
+//! - `restart`: `minik controller-manager` killed with SIGKILL mid-rollout and started again;
 //! - `rollout`: seed 002 scaled: a rolling update's budget, beside slow Terminating pods;
 //! - `workloads`: Deployments, ReplicaSets and the garbage collector, with a fake kubelet.
 
@@ -11,5 +12,6 @@ mod history;
 mod kubelet;
 mod leader;
 mod ownership;
+mod restart;
 mod rollout;
 mod workloads;
