@@ -5,6 +5,7 @@
 //! - `ownership`: adoption and release by labels, collection of dependents of missing owners;
 //! - `restart`: `minik controller-manager` killed with SIGKILL mid-rollout and started again;
 //! - `rollout`: seed 002 scaled: a rolling update's budget, beside slow Terminating pods;
+//! - `scale`: (ignored) a rough figure for 1,000 replicas;
 //! - `workloads`: Deployments, ReplicaSets and the garbage collector, with a fake kubelet.
 
 mod cluster;
@@ -14,4 +15,5 @@ mod leader;
 mod ownership;
 mod restart;
 mod rollout;
+mod scale;
 mod workloads;
