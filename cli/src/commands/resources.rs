@@ -116,7 +116,7 @@ pub fn targets(args: &[String]) -> anyhow::Result<Vec<(&'static ResourceInfo, Op
     // kubectl's `all` category, as far as minik serves its kinds.
     let expanded = first.split(',').flat_map(|k| {
         if k == "all" {
-            vec!["pods", "services"]
+            vec!["pods", "services", "deployments", "replicasets"]
         } else {
             vec![k]
         }

@@ -119,7 +119,11 @@ pub fn describe(out: &mut Lines, pod: &Pod) {
     out.list(0, "Tolerations", &tolerations);
 }
 
-fn describe_container(out: &mut Lines, container: &Container, status: Option<&ContainerStatus>) {
+pub(super) fn describe_container(
+    out: &mut Lines,
+    container: &Container,
+    status: Option<&ContainerStatus>,
+) {
     out.line(1, &format!("{}:", container.name));
     if let Some(status) = status {
         out.field(
@@ -306,7 +310,7 @@ fn describe_conditions(out: &mut Lines, pod: &Pod) {
     }
 }
 
-fn volume_line(volume: &minik_api::core::Volume) -> String {
+pub(super) fn volume_line(volume: &minik_api::core::Volume) -> String {
     let source = if volume.empty_dir.is_some() {
         "EmptyDir (a temporary directory that shares a pod's lifetime)".to_string()
     } else if let Some(host_path) = &volume.host_path {
