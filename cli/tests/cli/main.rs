@@ -8,6 +8,7 @@ mod errors;
 mod get;
 mod global_flags;
 mod watcher;
+mod workloads;
 
 use std::process::Output;
 use std::time::Duration;
