@@ -133,6 +133,14 @@ async fn a_deployment_through_every_verb() {
     );
     assert!(text.contains("\n\nNAME "), "two tables: {text}");
     assert!(text.contains("replicaset.apps/web-"), "{text}");
+    let all = cluster.minik(&["get", "all"]).await;
+    assert!(all.ok().contains("\ndeployment.apps/web "), "{all:?}");
+    let json = cluster.minik(&["get", "deploy", "web", "-o", "json"]).await;
+    let object: serde_json::Value = serde_json::from_str(json.ok()).expect("JSON");
+    assert_eq!(
+        (object["kind"].as_str(), object["apiVersion"].as_str()),
+        (Some("Deployment"), Some("apps/v1"))
+    );
 
     assert_eq!(
         cluster
@@ -148,12 +156,18 @@ async fn a_deployment_through_every_verb() {
     restart_shows_terminating_pods(&cluster).await;
     cluster.rolled_out().await;
     assert_eq!(
-        cluster.minik(&["rollout", "history", "deploy/web"]).await.ok(),
+        cluster
+            .minik(&["rollout", "history", "deploy/web"])
+            .await
+            .ok(),
         "deployment.apps/web\nREVISION  CHANGE-CAUSE\n1         <none>\n2         <none>\n\n"
     );
 
     assert_eq!(
-        cluster.minik(&["rollout", "undo", "deployment/web"]).await.ok(),
+        cluster
+            .minik(&["rollout", "undo", "deployment/web"])
+            .await
+            .ok(),
         "deployment.apps/web rolled back\n"
     );
     cluster.rolled_out().await;
@@ -164,7 +178,10 @@ async fn a_deployment_through_every_verb() {
         "undo went back to revision 1's template: {annotations:?}"
     );
     assert_eq!(
-        cluster.minik(&["rollout", "history", "deployment/web"]).await.ok(),
+        cluster
+            .minik(&["rollout", "history", "deployment/web"])
+            .await
+            .ok(),
         "deployment.apps/web\nREVISION  CHANGE-CAUSE\n2         <none>\n3         <none>\n\n",
         "revision 1 came back as revision 3"
     );
@@ -235,7 +252,8 @@ async fn a_missing_deployment_is_not_found_for_every_verb() {
     // minik's apiserver does not qualify yet (`deployments "nope"`); both forms are accepted here.
     let not_found = |stderr: &str| {
         [".apps", ""].iter().any(|group| {
-            stderr == format!("Error from server (NotFound): deployments{group} \"nope\" not found\n")
+            stderr
+                == format!("Error from server (NotFound): deployments{group} \"nope\" not found\n")
         })
     };
     for args in [

@@ -119,12 +119,19 @@ pub fn describe(out: &mut Lines, pod: &Pod) {
     out.list(0, "Tolerations", &tolerations);
 }
 
-pub(super) fn describe_container(
+fn describe_container(out: &mut Lines, container: &Container, status: Option<&ContainerStatus>) {
+    describe_container_at(out, "", container, status);
+}
+
+/// A container's block; `indent` goes before its name (a pod template's containers are one
+/// space further in: kubectl's `DescribePodTemplate`).
+pub(super) fn describe_container_at(
     out: &mut Lines,
+    indent: &str,
     container: &Container,
     status: Option<&ContainerStatus>,
 ) {
-    out.line(1, &format!("{}:", container.name));
+    out.line(1, &format!("{indent}{}:", container.name));
     if let Some(status) = status {
         out.field(
             2,

@@ -12,7 +12,7 @@ use minik_api::apps::{Deployment, ReplicaSet};
 use minik_api::core::{Pod, PodTemplateSpec};
 use minik_api::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::pod::{describe_container, volume_line};
+use super::pod::{describe_container_at, volume_line};
 use super::{describe_time, Lines};
 use crate::commands::workloads::{format_selector, new_replica_set, old_replica_sets};
 
@@ -156,7 +156,7 @@ fn pod_template(out: &mut Lines, template: &PodTemplateSpec) {
     }
     out.line(1, "Containers:");
     for container in &spec.containers {
-        describe_container(out, container, None);
+        describe_container_at(out, " ", container, None);
     }
     let volumes: Vec<String> = spec.volumes.iter().flatten().map(volume_line).collect();
     out.list(1, "Volumes", &volumes);

@@ -71,7 +71,10 @@ Pod Template:
   Containers:
 ";
     assert!(text.starts_with(expected), "{text}");
-    assert!(text.contains("    Image:         busybox\n"), "{text}");
+    assert!(
+        text.contains("\n   busybox:\n    Image:         busybox\n"),
+        "{text}"
+    );
     let tail = "\
 Conditions:
   Type           Status  Reason

@@ -79,7 +79,7 @@ pub enum Undo {
     /// Write this template and these annotations into the Deployment.
     Rollback {
         revision: i64,
-        template: PodTemplateSpec,
+        template: Box<PodTemplateSpec>,
         annotations: BTreeMap<String, String>,
     },
 }
@@ -136,7 +136,7 @@ pub fn plan_undo(
     );
     Ok(Undo::Rollback {
         revision: *revision,
-        template: without_hash(&template),
+        template: Box::new(without_hash(&template)),
         annotations,
     })
 }
