@@ -273,3 +273,22 @@ async fn a_missing_deployment_is_not_found_for_every_verb() {
     assert_eq!(run.code, 1, "{run:?}");
     assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
 }
+
+/// `delete --cascade=foreground` waits (as `--wait` does) until the Deployment is gone, which the
+/// garbage collector allows only once its ReplicaSets and their pods are gone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_foreground_delete_returns_once_the_pods_are_gone() {
+    let cluster = Workloads::start().await;
+    let (_dir, path) = manifest(WEB);
+    cluster.minik(&["apply", "-f", &path]).await.ok();
+    cluster.rolled_out().await;
+    let run = cluster
+        .minik(&["delete", "deploy/web", "--cascade=foreground"])
+        .await;
+    assert_eq!(run.ok(), "deployment.apps \"web\" deleted\n");
+    assert!(cluster.replica_sets().await.is_empty());
+    let pods: Api<minik_api::core::Pod> = Api::namespaced(cluster.client.clone(), "default");
+    let left = pods.list(&ListParams::default()).await.expect("list").items;
+    assert!(left.is_empty(), "{left:?}");
+    cluster.cluster.stop().await;
+}

@@ -11,7 +11,7 @@
 mod node;
 mod pod;
 mod service;
-mod workloads;
+pub mod workloads;
 
 use std::io::Write as _;
 

@@ -142,8 +142,9 @@ pub fn pods_status(pods: &[Pod]) -> String {
     )
 }
 
-/// The `Pod Template:` block: labels, annotations, containers, volumes.
-fn pod_template(out: &mut Lines, template: &PodTemplateSpec) {
+/// The `Pod Template:` block: labels, annotations, containers, volumes (also `rollout history
+/// --revision`'s body).
+pub fn pod_template(out: &mut Lines, template: &PodTemplateSpec) {
     out.line(0, "Pod Template:");
     let meta = template.metadata.clone().unwrap_or_default();
     out.map(1, "Labels", meta.labels.as_ref());

@@ -18,6 +18,8 @@ use minik_api::core::PodTemplateSpec;
 use minik_client::{Api, Patch};
 
 use super::named;
+use crate::commands::describe::workloads::pod_template;
+use crate::commands::describe::Lines;
 use crate::commands::workloads::{equal_ignore_hash, owned_replica_sets, revision, without_hash};
 
 /// The annotation `kubectl --record` (and users) put the reason for a change in.
@@ -34,13 +36,32 @@ const ANNOTATIONS_TO_SKIP: [&str; 6] = [
     "deprecated.deployment.rollback.to",
 ];
 
-/// Runs `rollout history`.
-pub async fn history(api: &Api<Deployment>, name: &str) -> anyhow::Result<()> {
+/// Runs `rollout history`: the table, or with `revision` > 0 that revision's pod template.
+pub async fn history(api: &Api<Deployment>, name: &str, revision: i64) -> anyhow::Result<()> {
     let deployment = api.get(name).await?;
     let sets = owned_replica_sets(api.client(), &deployment).await?;
+    if revision > 0 {
+        print!("{}", revision_details(name, &sets, revision)?);
+        return Ok(());
+    }
     println!("{}", named(name));
     println!("{}", history_table(&sets));
     Ok(())
+}
+
+/// `deployment.apps/web with revision #2`, then that ReplicaSet's `Pod Template:` block.
+pub fn revision_details(name: &str, sets: &[ReplicaSet], revision: i64) -> anyhow::Result<String> {
+    let rs = revisions(sets)
+        .remove(&revision)
+        .ok_or_else(|| anyhow!("unable to find the specified revision"))?;
+    let mut out = Lines::default();
+    let template = rs.spec.as_ref().and_then(|s| s.template.clone());
+    pod_template(&mut out, &template.unwrap_or_default());
+    Ok(format!(
+        "{} with revision #{revision}\n{}\n",
+        named(name),
+        out.render()
+    ))
 }
 
 /// `REVISION  CHANGE-CAUSE` and one row per revision, oldest first.
@@ -211,6 +232,21 @@ mod tests {
         assert_eq!(
             history_table(&sets()),
             "REVISION  CHANGE-CAUSE\n1         first\n2         <none>\n3         <none>\n"
+        );
+    }
+
+    #[test]
+    fn one_revision_shows_its_pod_template() {
+        let text = revision_details("web", &sets(), 2).unwrap();
+        assert!(
+            text.starts_with("deployment.apps/web with revision #2\nPod Template:\n  Labels:"),
+            "{text}"
+        );
+        assert!(text.contains("pod-template-hash=v2"), "{text}");
+        assert!(text.contains("   main:\n    Image:         v2\n"), "{text}");
+        assert_eq!(
+            revision_details("web", &sets(), 9).unwrap_err().to_string(),
+            "unable to find the specified revision"
         );
     }
 

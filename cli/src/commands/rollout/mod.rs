@@ -5,7 +5,7 @@
 //! `history.go`, `rollback.go`, `objectpauser.go`, `objectresumer.go`, `objectrestarter.go`).
 //! Each verb is a read, a decision made by a pure function, then one PATCH; `status` follows the
 //! Deployment on a watch. minik simplifies: Deployments only (no DaemonSets or StatefulSets, which
-//! minik does not serve), no `--revision` details in `history`, no `--dry-run`.
+//! minik does not serve), no `--dry-run`, no `-o` for `history`.
 
 mod history;
 mod patch;
@@ -34,8 +34,8 @@ pub struct RolloutArgs {
 pub enum RolloutVerb {
     /// Follow a Deployment's rollout until it is complete (or fails its progress deadline).
     Status(StatusArgs),
-    /// List a Deployment's revisions.
-    History(TargetArgs),
+    /// List a Deployment's revisions (or show one with `--revision N`).
+    History(HistoryArgs),
     /// Go back to the previous revision (or `--to-revision N`).
     Undo(UndoArgs),
     /// Stop the Deployment controller from rolling out template changes.
@@ -68,6 +68,17 @@ pub struct StatusArgs {
     pub timeout: Duration,
 }
 
+/// Flags of `rollout history`.
+#[derive(clap::Args, Debug)]
+pub struct HistoryArgs {
+    /// KIND/NAME, or KIND NAME.
+    #[arg(required = true, value_name = "KIND/NAME")]
+    pub args: Vec<String>,
+    /// Show this revision's pod template instead of the list (0: the list).
+    #[arg(long, default_value_t = 0)]
+    pub revision: i64,
+}
+
 /// Flags of `rollout undo`.
 #[derive(clap::Args, Debug)]
 pub struct UndoArgs {
@@ -89,7 +100,8 @@ pub async fn rollout(args: RolloutArgs, flags: &GlobalFlags) -> anyhow::Result<(
             status::status(&api, &name, args.watch, args.timeout).await
         }
         RolloutVerb::History(args) => {
-            history::history(&api, &deployment_name(&args.args, "history")?).await
+            let name = deployment_name(&args.args, "history")?;
+            history::history(&api, &name, args.revision).await
         }
         RolloutVerb::Undo(args) => {
             let name = deployment_name(&args.args, "undo")?;
