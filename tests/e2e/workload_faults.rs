@@ -29,7 +29,8 @@ fn new_version(version: &str) -> Patch {
 async fn slow_rolling(cluster: &Cluster, name: &str, replicas: i32) -> Api<Deployment> {
     let mut fixture = deployment(name, replicas, 0, None);
     let mut spec = serde_json::to_value(fixture.spec.take()).expect("spec");
-    spec["strategy"] = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
+    spec["strategy"] =
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
     spec["minReadySeconds"] = json!(1);
     fixture.spec = serde_json::from_value(spec).expect("a valid spec");
     let api: Api<Deployment> = Api::namespaced(cluster.client(), "default");
@@ -54,7 +55,9 @@ async fn scaling_during_a_rollout_ends_at_the_new_count() {
     let cluster = crate::support::one_node().await;
     let api = slow_rolling(&cluster, "midscale", 4).await;
     let sampler = Sampler::start(cluster.pods(), "midscale", 4).await;
-    api.patch("midscale", &new_version("2")).await.expect("new version");
+    api.patch("midscale", &new_version("2"))
+        .await
+        .expect("new version");
     let scale = Patch::Merge(json!({"spec": {"replicas": 8}}));
     api.patch("midscale", &scale).await.expect("scale");
     wait_for(&api, "midscale", rolled_out(8), ROLLOUT)
@@ -82,7 +85,9 @@ async fn controller_manager_killed_mid_rollout_finishes_it() {
         .expect("cluster");
     let api = slow_rolling(&cluster, "crash", 6).await;
     let sampler = Sampler::start(cluster.pods(), "crash", 6).await;
-    api.patch("crash", &new_version("2")).await.expect("new version");
+    api.patch("crash", &new_version("2"))
+        .await
+        .expect("new version");
     // Mid-rollout: pods of both templates are live (not terminating) at once.
     let labelled = ListParams::default().labels("app=crash");
     let both_live = |pods: &[Pod]| {
@@ -103,13 +108,19 @@ async fn controller_manager_killed_mid_rollout_finishes_it() {
         .kill("controller-manager", Signal::SIGKILL)
         .await
         .expect("kill -9");
-    cluster.restart("controller-manager").await.expect("restart");
+    cluster
+        .restart("controller-manager")
+        .await
+        .expect("restart");
     wait_for(&api, "crash", rolled_out(6), ROLLOUT)
         .await
         .expect("the successor finishes the rollout");
     let peaks = sampler.peaks();
     eprintln!("killed with {updated} of 6 updated: {peaks:?}");
-    assert!(peaks.max_not_terminating <= 7, "an extra pod appeared: {peaks:?}");
+    assert!(
+        peaks.max_not_terminating <= 7,
+        "an extra pod appeared: {peaks:?}"
+    );
     assert!(peaks.min_available >= 6, "maxUnavailable 0 held: {peaks:?}");
     assert_eq!(replica_sets(&cluster, "crash").await.len(), 2);
     remove_now(&cluster, "crash").await;

@@ -248,13 +248,9 @@ async fn restart_shows_terminating_pods(cluster: &Workloads) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_deployment_is_not_found_for_every_verb() {
     let server = crate::Server::start().await;
-    // kubectl prints `deployments.apps "nope"`: the group is in the server's Status message, which
-    // minik's apiserver does not qualify yet (`deployments "nope"`); both forms are accepted here.
+    // As kubectl prints it: the resource qualified by its group.
     let not_found = |stderr: &str| {
-        [".apps", ""].iter().any(|group| {
-            stderr
-                == format!("Error from server (NotFound): deployments{group} \"nope\" not found\n")
-        })
+        stderr == "Error from server (NotFound): deployments.apps \"nope\" not found\n"
     };
     for args in [
         &["rollout", "status", "deployment/nope"][..],
