@@ -7,7 +7,7 @@
 //! Which pods go first on scale-down (`rank`), the first rule that differs decides:
 //! unscheduled < scheduled; Pending < Unknown < Running; not ready < ready; lower
 //! `controller.kubernetes.io/pod-deletion-cost`; both ready: ready more recently; more container
-//! restarts; created more recently. Times compare by ⌊log2(age)⌋ buckets, ties broken by uid
+//! restarts; created more recently; the smaller uid. Times compare by ⌊log2(age)⌋ buckets
 //! (LogarithmicScaleDown, GA since v1.31).
 //!
 //! minik simplifies: no co-location rank (rule 5, pods of related ReplicaSets on the same node).
@@ -99,14 +99,15 @@ pub fn rank(a: &Pod, b: &Pod, now: jiff::Timestamp) -> Ordering {
         .then_with(|| is_ready(a).cmp(&is_ready(b)))
         .then_with(|| cost(a).cmp(&cost(b)))
         .then_with(|| match (is_ready(a), is_ready(b)) {
-            (true, true) => newer_first(a, b, ready_time(a), ready_time(b), now),
+            (true, true) => newer_first(ready_time(a), ready_time(b), now),
             _ => Ordering::Equal,
         })
         .then_with(|| max_restarts(b).cmp(&max_restarts(a)))
         .then_with(|| {
             let created = |pod: &Pod| pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
-            newer_first(a, b, created(a), created(b), now)
+            newer_first(created(a), created(b), now)
         })
+        .then_with(|| a.metadata.uid.cmp(&b.metadata.uid))
 }
 
 fn ready_time(pod: &Pod) -> Option<jiff::Timestamp> {
@@ -124,34 +125,31 @@ fn max_restarts(pod: &Pod) -> i32 {
         .unwrap_or(0)
 }
 
-/// The more recent time first, a missing time counting as the most recent; with both known,
-/// ⌊log2(age in ns)⌋ buckets, and the smaller uid first within a bucket.
+/// The more recent time first, a missing time counting as the most recent; known times compare
+/// by ⌊log2(age in ns)⌋ buckets, and pods in one bucket fall through to the next rule (the last
+/// one, in [`rank`], is the uid).
+///
+/// Upstream (`ActivePodsWithRanks.Less`) breaks a tie within a bucket by uid at once but lets
+/// *equal* times fall through; that is not a total order (a = b by time, b < c and c < a by uid),
+/// which Go's sort tolerates and Rust's `sort_by` panics on. Comparing buckets only keeps the
+/// order total, as a key per pod.
 fn newer_first(
-    a: &Pod,
-    b: &Pod,
     time_a: Option<jiff::Timestamp>,
     time_b: Option<jiff::Timestamp>,
     now: jiff::Timestamp,
 ) -> Ordering {
-    match (time_a, time_b) {
-        (a_time, b_time) if a_time == b_time => Ordering::Equal,
-        (None, _) => Ordering::Less,
-        (_, None) => Ordering::Greater,
-        (Some(time_a), Some(time_b)) => {
-            let bucket = |time: jiff::Timestamp| {
-                let age = now.as_nanosecond() - time.as_nanosecond();
-                if age <= 0 {
-                    -1
-                } else {
-                    age.ilog2() as i64
-                }
-            };
-            match bucket(time_a).cmp(&bucket(time_b)) {
-                Ordering::Equal => a.metadata.uid.cmp(&b.metadata.uid),
-                younger_first => younger_first,
+    let bucket = |time: Option<jiff::Timestamp>| match time {
+        None => i64::MIN,
+        Some(time) => {
+            let age = now.as_nanosecond() - time.as_nanosecond();
+            if age <= 0 {
+                -1
+            } else {
+                age.ilog2() as i64
             }
         }
-    }
+    };
+    bucket(time_a).cmp(&bucket(time_b))
 }
 
 /// The sizes of slow-start batches for `count` creates: 1, 2, 4, … (RS5).
