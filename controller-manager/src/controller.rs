@@ -20,7 +20,7 @@ use futures::FutureExt;
 use minik_client::WorkQueue;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::informers::SharedInformers;
 
@@ -81,9 +81,19 @@ async fn worker<C: Controller>(controller: Arc<C>, shutdown: CancellationToken) 
                 None => break,
             },
         };
+        // A panicking sync is a bug; upstream's HandleCrash would restart the process. Here the
+        // worker survives it, logs it, and the key is retried like any failure, so one bad key
+        // never takes its controller down or leaves the key marked in progress forever.
+        let sync = std::panic::AssertUnwindSafe(controller.sync(&key)).catch_unwind();
         let result = tokio::select! {
             _ = shutdown.cancelled() => break,
-            result = controller.sync(&key) => result,
+            result = sync => result,
+        };
+        let Ok(result) = result else {
+            error!(controller = controller.name(), %key, "sync panicked; retrying the key later");
+            queue.add_rate_limited(key.clone());
+            queue.done(&key);
+            continue;
         };
         match result {
             Ok(()) => queue.forget(&key),
@@ -97,5 +107,59 @@ async fn worker<C: Controller>(controller: Arc<C>, shutdown: CancellationToken) 
             }
         }
         queue.done(&key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A controller whose first sync panics and whose second one succeeds.
+    struct Flaky {
+        queue: Arc<WorkQueue<String>>,
+        calls: AtomicU32,
+        synced: CancellationToken,
+    }
+
+    impl Controller for Flaky {
+        type Key = String;
+
+        fn name(&self) -> &'static str {
+            "flaky"
+        }
+
+        fn queue(&self) -> &Arc<WorkQueue<String>> {
+            &self.queue
+        }
+
+        async fn sync(&self, _key: &String) -> minik_client::Result<()> {
+            if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                panic!("the first sync panics");
+            }
+            self.synced.cancel();
+            Ok(())
+        }
+    }
+
+    /// A panic in `sync` neither kills the worker nor loses the key: it is retried.
+    #[tokio::test]
+    async fn a_panicking_sync_is_retried_by_the_same_worker() {
+        let flaky = Arc::new(Flaky {
+            queue: Arc::new(WorkQueue::new()),
+            calls: AtomicU32::new(0),
+            synced: CancellationToken::new(),
+        });
+        flaky.queue.add("default/web".to_string());
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(worker(flaky.clone(), shutdown.clone()));
+        tokio::time::timeout(Duration::from_secs(5), flaky.synced.cancelled())
+            .await
+            .expect("the key was synced again after the panic");
+        shutdown.cancel();
+        task.await.expect("the worker ends on shutdown");
+        assert_eq!(flaky.calls.load(Ordering::SeqCst), 2);
     }
 }
