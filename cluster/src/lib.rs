@@ -30,6 +30,7 @@ pub mod cluster;
 pub mod drain;
 pub mod files;
 pub mod kubeconfig;
+pub mod pki;
 pub mod supervisor;
 
 pub use cluster::{Cluster, ClusterConfig, ClusterState, ComponentState};
