@@ -14,7 +14,8 @@ use crate::core::{Container, Pod, PodSecurityContext, PodStatus, Probe, Service,
 /// `SetDefaults_PodSpec` and `SetDefaults_Container` for every container.
 pub fn default_pod(pod: &mut Pod) {
     let spec = pod.spec.get_or_insert_with(Default::default);
-    spec.termination_grace_period_seconds.get_or_insert(30);
+    spec.termination_grace_period_seconds
+        .get_or_insert(crate::grace::DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
     spec.restart_policy
         .get_or_insert_with(|| "Always".to_string());
     spec.dns_policy

@@ -3,7 +3,8 @@
 //! Kubernetes counterpart: the `APIResource` entries of discovery (`GET /api/v1`), which is where
 //! kubectl learns that `po` means pods and that nodes are cluster-scoped. minik serves only the
 //! core/v1 kinds its pipeline needs, plus coordination.k8s.io Leases (node heartbeats) and
-//! discovery.k8s.io EndpointSlices (what `kubectl describe service` reads a Service's endpoints from).
+//! discovery.k8s.io EndpointSlices (what `kubectl describe service` reads a Service's endpoints from)
+//! and the apps/v1 workloads (Deployments and the ReplicaSets they roll).
 
 /// What minik knows about one kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,6 +108,22 @@ pub const RESOURCES: &[ResourceInfo] = &[
         namespaced: true,
         api_version: "discovery.k8s.io/v1",
     },
+    ResourceInfo {
+        kind: "Deployment",
+        plural: "deployments",
+        singular: "deployment",
+        short_names: &["deploy"],
+        namespaced: true,
+        api_version: "apps/v1",
+    },
+    ResourceInfo {
+        kind: "ReplicaSet",
+        plural: "replicasets",
+        singular: "replicaset",
+        short_names: &["rs"],
+        namespaced: true,
+        api_version: "apps/v1",
+    },
 ];
 
 /// Finds a kind by any name a user may type: plural, singular, short name or Kind (any case).
@@ -145,7 +162,11 @@ mod tests {
         }
         assert_eq!(lookup("svc").map(|info| info.plural), Some("services"));
         assert_eq!(lookup("ep").map(|info| info.plural), Some("endpoints"));
-        assert!(lookup("deployments").is_none());
+        assert_eq!(
+            lookup("deploy").map(|info| info.api_version),
+            Some("apps/v1")
+        );
+        assert_eq!(lookup("rs").map(|info| info.kind), Some("ReplicaSet"));
         assert!(!lookup("no").unwrap().namespaced);
     }
 

@@ -99,6 +99,11 @@ impl LabelSelector {
         LabelSelector { requirements }
     }
 
+    /// A selector of these requirements, in this order.
+    pub fn from_requirements(requirements: Vec<Requirement>) -> Self {
+        LabelSelector { requirements }
+    }
+
     /// Parses the query-string form (`app=web,tier in (a,b),!canary`).
     pub fn parse(text: &str) -> Result<Self, SelectorError> {
         let mut requirements = Vec::new();

@@ -14,7 +14,8 @@ use minik_api::status;
 use serde_json::{json, Value};
 
 use crate::error::{json_response, ApiError, ApiResult};
-use crate::{handlers, AppState};
+use crate::registry::has_delete_collection;
+use crate::AppState;
 
 /// The version minik reports: kubectl 1.32 is the reference client.
 pub const GIT_VERSION: &str = "v1.32.0-minik";
@@ -87,7 +88,7 @@ fn resource_entry(info: &ResourceInfo) -> Value {
     let verbs: Vec<&str> = ALL_VERBS
         .iter()
         .copied()
-        .filter(|v| *v != "deletecollection" || handlers::has_delete_collection(info.kind))
+        .filter(|v| *v != "deletecollection" || has_delete_collection(info.kind))
         .collect();
     let mut entry = json!({
         "name": info.plural, "singularName": info.singular, "namespaced": info.namespaced,
@@ -96,7 +97,7 @@ fn resource_entry(info: &ResourceInfo) -> Value {
     if !info.short_names.is_empty() {
         entry["shortNames"] = json!(info.short_names);
     }
-    if matches!(info.kind, "Pod" | "Service") {
+    if matches!(info.kind, "Pod" | "Service" | "Deployment" | "ReplicaSet") {
         entry["categories"] = json!(["all"]);
     }
     entry
@@ -118,6 +119,13 @@ pub fn resource_list(group_version: &str) -> Value {
                 info.kind,
                 &["get", "patch", "update"],
             ));
+        }
+        if crate::registry::scale::has_scale_subresource(info.kind) {
+            let mut scale = subresource_entry(info, "scale", "Scale", &["get", "patch", "update"]);
+            // The scale client finds the Scale's own group version here.
+            scale["group"] = json!("autoscaling");
+            scale["version"] = json!("v1");
+            resources.push(scale);
         }
         if info.kind == "Pod" {
             resources.push(subresource_entry(info, "binding", "Binding", &["create"]));

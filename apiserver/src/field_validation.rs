@@ -24,6 +24,7 @@ use std::fmt;
 
 use axum::http::HeaderValue;
 use axum::response::Response;
+use minik_api::apps::{Deployment, ReplicaSet};
 use minik_api::core::{Endpoints, Event, Namespace, Node, Pod, Service};
 use minik_api::k8s_openapi::api::coordination::v1::Lease;
 use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -31,7 +32,7 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, V
 use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
-use crate::handlers::request::Params;
+use crate::request::query::Params;
 
 /// The three `fieldValidation` modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +97,8 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         "Namespace" => ignored_by::<Namespace>(value),
         "Lease" => ignored_by::<Lease>(value),
         "EndpointSlice" => ignored_by::<EndpointSlice>(value),
+        "Deployment" => ignored_by::<Deployment>(value),
+        "ReplicaSet" => ignored_by::<ReplicaSet>(value),
         _ => Vec::new(),
     }
 }

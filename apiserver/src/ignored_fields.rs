@@ -15,9 +15,9 @@
 //! field is accepted but…" checks (deprecated node labels and volume plugins, duplicate `env`
 //! names, fractional memory quantities, …) that the pod strategy's `WarningsOnCreate` runs.
 //!
-//! How the list works: one declarative table per kind ([`POD`], [`SERVICE`], [`NODE`]). Each
-//! [`Rule`] names a field by its dotted path, says which values warn ([`When`]) and what minik does
-//! instead. The walk only follows `serde_json::Value` lookups — no re-serialization, no typed
+//! How the list works: one declarative table per kind ([`POD`], [`SERVICE`], [`NODE`],
+//! [`WORKLOAD`]). Each [`Rule`] names a field by its dotted path, says which values warn
+//! ([`When`]) and what minik does instead. The walk only follows `serde_json::Value` lookups — no re-serialization, no typed
 //! decoding — and builds a path string only for a field that warns, since it runs on every create
 //! and update. Each entry was checked against the component that would act on it (the scheduler,
 //! the kubelet, the endpoint controller, the proxy); a comment says why when it is not obvious.
@@ -205,7 +205,7 @@ const CONTAINER: &[Rule] = &[
 ];
 
 /// An init container: a container, and `restartPolicy: Always` (a sidecar) is not special to
-/// minik's kubelet (`kubelet/src/sync.rs`), so the next init container waits for it to exit.
+/// minik's kubelet (`kubelet/src/plan.rs`), so the next init container waits for it to exit.
 #[rustfmt::skip]
 const INIT_CONTAINER: &[Rule] = &[
     field("restartPolicy", Is(&["Always"]),
@@ -304,12 +304,17 @@ pub const NODE: &[Rule] = &[within("spec.taints", &[
     field("effect", Is(&["PreferNoSchedule"]), IGNORED),
 ])];
 
+/// Deployments and ReplicaSets: the controllers honour every field of their own spec; the pods
+/// they stamp from `spec.template` are pods, with a pod's gaps (`spec.template.spec.hostNetwork`).
+pub const WORKLOAD: &[Rule] = &[within("spec.template", POD)];
+
 /// The table of a kind (none for the kinds minik implements entirely).
 pub fn table(kind: &str) -> &'static [Rule] {
     match kind {
         "Pod" => POD,
         "Service" => SERVICE,
         "Node" => NODE,
+        "Deployment" | "ReplicaSet" => WORKLOAD,
         _ => &[],
     }
 }

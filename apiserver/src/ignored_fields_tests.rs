@@ -9,7 +9,7 @@ use super::*;
 use crate::field_validation::unknown_fields;
 use crate::registry::{pods, services};
 
-/// The pods minik applies itself: the demo's (`cli/src/commands/demo/manifests.rs`), the test
+/// The pods minik applies itself: the demo's (`lab/src/demo/manifests.rs`), the test
 /// fixtures with every builder option (`tests/src/fixtures.rs`), the benchmarks', the clients'
 /// tests and the seeds' pod with a preStop hook.
 fn minik_pods() -> Vec<Value> {

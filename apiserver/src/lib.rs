@@ -9,12 +9,15 @@
 //!
 //! 1. [`server`] accepts the connection (hyper, with a header-read timeout) and hands the request
 //!    to the axum [`router`]. A body over 3 MiB is refused with 413 before any handler runs.
-//! 2. [`handlers`] parses the path into a kind, namespace, name and subresource, then dispatches on
-//!    the verb: get, list, create, update, patch, delete, or a [`watch`] stream.
+//! 2. [`request`] parses the path into a kind, namespace, name and subresource, and reads the
+//!    query and body; [`handlers`] dispatches on the verb: get, list, create, update, patch,
+//!    delete, or a [`watch`] stream.
 //! 3. [`registry`] applies the kind's strategy: system metadata, defaults, validation, pod
-//!    binding, graceful deletion, service cluster IPs.
-//! 4. [`storage`] writes the object under the next global revision (its `resourceVersion`),
-//!    flushes it to disk, then publishes the event that feeds every watch.
+//!    binding, graceful deletion, service cluster IPs; [`store`] carries out the deletes and the
+//!    namespace lifecycle several handlers share.
+//! 4. `storage` writes the object under the next global revision (its `resourceVersion`),
+//!    flushes it to disk, then publishes the event that feeds every watch. The module is private:
+//!    other crates pick a [`StorageBackend`] and can never name the `Storage` trait.
 //! 5. The answer is the object as JSON, or a [`table`] of rows when kubectl asks for one.
 //!
 //! Around that: [`discovery`] (`/version`, `/api`, `/apis`, `/api/v1`), [`openapi`] (the stub
@@ -42,14 +45,16 @@ pub mod openapi;
 pub mod patch;
 pub mod protobuf;
 pub mod registry;
+pub mod request;
 pub mod server;
-pub mod storage;
+mod storage;
+pub mod store;
 pub mod table;
 pub mod watch;
 pub mod watch_encode;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -123,15 +128,15 @@ impl Args {
 /// What every request handler shares.
 pub struct Shared {
     /// The store: objects, revisions, the event log.
-    pub storage: Arc<dyn Storage>,
+    pub(crate) storage: Arc<dyn Storage>,
     /// Fired when the server stops; ends every watch stream.
-    pub shutdown: CancellationToken,
+    pub(crate) shutdown: CancellationToken,
     /// Interval between watch bookmarks.
-    pub bookmark_interval: Duration,
+    pub(crate) bookmark_interval: Duration,
     /// Held while a Service's cluster IP is chosen and stored, so two creates never pick the same.
-    pub ip_allocation: tokio::sync::Mutex<()>,
+    pub(crate) ip_allocation: tokio::sync::Mutex<()>,
     /// For the pod log proxy to the kubelets.
-    pub http: reqwest::Client,
+    pub(crate) http: reqwest::Client,
 }
 
 /// The state handlers receive.
@@ -148,15 +153,40 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         return Err(Error::NotLoopback(config.listen));
     }
     std::fs::create_dir_all(&config.data_dir)?;
-    let storage =
-        storage::sled::SledStorage::open(&config.data_dir.join("sled"), config.event_window)?;
+    let backend = StorageBackend::sled(&config.data_dir.join("sled"), config.event_window)?;
     let listener = TcpListener::bind(config.listen).await?;
     tracing::info!(data_dir = %config.data_dir.display(), event_window = config.event_window, "opened storage");
     let options = ServeOptions {
         bookmark_interval: config.bookmark_interval,
         ..ServeOptions::default()
     };
-    serve_with(listener, Arc::new(storage), options, shutdown).await
+    serve_with(listener, backend, options, shutdown).await
+}
+
+/// The store a server keeps its objects in, opened by the caller and handed to [`serve`].
+///
+/// Kubernetes counterpart: `k8s.io/apiserver/pkg/storage/storagebackend` (`Config`, `factory.Create`),
+/// which picks etcd3 behind `storage.Interface`. The `Storage` trait itself is private to this
+/// crate, so no other component can reach the store except through the API (README
+/// "Architecture invariants": only the apiserver touches storage). This fails to compile:
+///
+/// ```compile_fail
+/// use minik_apiserver::storage::Storage;
+/// ```
+#[derive(Clone)]
+pub struct StorageBackend(Arc<dyn Storage>);
+
+impl StorageBackend {
+    /// A store in memory, lost when the server stops: for tests and hollow clusters.
+    pub fn memory(event_window: usize) -> Self {
+        StorageBackend(Arc::new(storage::memory::MemoryStorage::new(event_window)))
+    }
+
+    /// The durable sled store in `dir`, keeping `event_window` events for watches to resume from.
+    pub fn sled(dir: &Path, event_window: usize) -> Result<Self> {
+        let store = storage::sled::SledStorage::open(dir, event_window)?;
+        Ok(StorageBackend(Arc::new(store)))
+    }
 }
 
 /// Tunables of a running server (the defaults are upstream's).
@@ -180,24 +210,25 @@ impl Default for ServeOptions {
 /// Serves the API on a bound listener until `shutdown` (tests bind `127.0.0.1:0`).
 pub async fn serve(
     listener: TcpListener,
-    storage: Arc<dyn Storage>,
+    backend: StorageBackend,
     shutdown: CancellationToken,
 ) -> Result<()> {
-    serve_with(listener, storage, ServeOptions::default(), shutdown).await
+    serve_with(listener, backend, ServeOptions::default(), shutdown).await
 }
 
 /// Like [`serve`], with explicit [`ServeOptions`].
 pub async fn serve_with(
     listener: TcpListener,
-    storage: Arc<dyn Storage>,
+    backend: StorageBackend,
     options: ServeOptions,
     shutdown: CancellationToken,
 ) -> Result<()> {
+    let StorageBackend(storage) = backend;
     let local = listener.local_addr()?;
     if !is_loopback_v4(local) {
         return Err(Error::NotLoopback(local));
     }
-    handlers::bootstrap_namespaces(storage.as_ref()).await?;
+    store::namespaces::bootstrap_namespaces(storage.as_ref()).await?;
     let http = reqwest::Client::builder()
         .no_proxy()
         .build()

@@ -14,8 +14,8 @@ use minik_api::core::{Node, Pod};
 use minik_api::status;
 
 use crate::error::{ApiError, ApiResult};
-use crate::handlers::{storage_key, ApiRequest};
 use crate::registry::typed;
+use crate::request::{storage_key, ApiRequest};
 use crate::AppState;
 
 /// Query parameters forwarded to the kubelet.

@@ -12,7 +12,7 @@ use minik_api::printers::{column_definitions, row};
 use serde_json::{json, Value};
 
 use crate::error::{ApiError, ApiResult};
-use crate::handlers::request::Params;
+use crate::request::query::Params;
 
 /// What each row embeds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

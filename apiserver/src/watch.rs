@@ -38,9 +38,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use crate::error::{ApiError, ApiResult};
-use crate::handlers::read::{check_field_selector, matches};
-use crate::handlers::request::ListOptions;
-use crate::handlers::Target;
+use crate::request::query::ListOptions;
+use crate::request::selection::{check_field_selector, matches};
+use crate::request::Target;
 use crate::storage::{self, Event, EventType, Record, Revision, Storage, WatchStream};
 use crate::table::{table, Output};
 use crate::watch_encode::{owned_line, LineObject};

@@ -7,8 +7,8 @@
 //! 100 watchers of a pod cost one `json.Marshal`, not 100. The framing (`watch.go`'s
 //! `{"type":…,"object":…}`) is still written per watcher around the cached bytes.
 //!
-//! minik does the same with a [`SharedEncoding`](crate::storage::SharedEncoding) slot on each
-//! storage [`Event`]: clones of the event (one per watcher) share the slot, and the first watch
+//! minik does the same with a `SharedEncoding` slot on each
+//! storage `Event`: clones of the event (one per watcher) share the slot, and the first watch
 //! to send the event fills it with the event's own line, e.g. `{"type":"MODIFIED","object":{…}}\n`.
 //! A watch that sends the event as it is just clones those bytes (no copy); one whose selector
 //! turned the MODIFIED into an ADDED writes its own `{"type":"ADDED","object":` around the same

@@ -148,6 +148,17 @@ pub fn error_line(error: &anyhow::Error) -> String {
     format!("error: {}", context.join(": "))
 }
 
+/// A `minik-lab` error as the chain [`error_line`] reads: its contexts outermost first, and an
+/// API client error as itself, so `minik demo` and `minik bench` report a refused connection or an
+/// API Status the way every other verb does.
+pub fn from_lab(error: minik_lab::Error) -> anyhow::Error {
+    match error {
+        minik_lab::Error::Context { context, inner } => from_lab(*inner).context(context),
+        minik_lab::Error::Client(client) => anyhow::Error::new(*client),
+        other => anyhow::Error::new(other),
+    }
+}
+
 fn client_error_line(error: &minik_client::Error, context: &[String]) -> String {
     match error {
         minik_client::Error::Api(status) => {
@@ -257,5 +268,22 @@ mod tests {
     fn unknown_output_formats_are_refused() {
         assert_eq!(Format::parse(Some("wide")).unwrap(), Format::Wide);
         assert!(Format::parse(Some("jsonpath={.x}")).is_err());
+    }
+
+    /// A lab error keeps its contexts and lets the client error inside read as kubectl's line.
+    #[test]
+    fn lab_errors_read_as_kubectl_prints_them() {
+        let not_found = minik_lab::Error::Context {
+            context: "deleting pod \"web\"".into(),
+            inner: Box::new(minik_lab::Error::Client(Box::new(
+                minik_client::Error::Api(minik_api::status::not_found("pods", "web")),
+            ))),
+        };
+        assert_eq!(
+            error_line(&from_lab(not_found)),
+            "Error from server (NotFound): deleting pod \"web\": pods \"web\" not found"
+        );
+        let message = minik_lab::Error::Message("the watch ended".into());
+        assert_eq!(error_line(&from_lab(message)), "error: the watch ended");
     }
 }

@@ -230,12 +230,8 @@ pub async fn delete_all_pods(client: &Client, hurry: &CancellationToken, progres
     let started = std::time::Instant::now();
     let mut longest_grace = 0;
     for pod in &pods {
-        let grace = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.termination_grace_period_seconds)
-            .unwrap_or(30);
-        let grace = pod.metadata.deletion_grace_period_seconds.unwrap_or(grace);
+        // The deletionGracePeriodSeconds this DELETE leaves on the pod (0: removed at once).
+        let grace = minik_api::grace::grace_after_delete(pod, None);
         longest_grace = longest_grace.max(grace.max(0) as u64);
         delete_pod(client, pod, &DeleteParams::default()).await;
     }

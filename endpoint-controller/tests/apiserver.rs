@@ -1,7 +1,6 @@
 //! The endpoint controller against a real minik apiserver (in memory, on 127.0.0.1:0): a Service's
 //! Endpoints follow its pods as they become ready, start terminating, and as the Service goes.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -12,7 +11,6 @@ use minik_api::core::{
 use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use minik_api::meta::ObjectMeta;
-use minik_apiserver::storage::memory::MemoryStorage;
 use minik_client::{watcher, Api, Client, DeleteParams, ListParams, Object, Patch};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -38,7 +36,7 @@ async fn start() -> Cluster {
     let shutdown = CancellationToken::new();
     tokio::spawn(minik_apiserver::serve(
         listener,
-        Arc::new(MemoryStorage::new(100_000)),
+        minik_apiserver::StorageBackend::memory(100_000),
         shutdown.child_token(),
     ));
     let config = minik_endpoint_controller::Config {

@@ -254,7 +254,7 @@ pub fn remove_pod_log_dirs(root_dir: &Path, uids: &std::collections::BTreeSet<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{container, pod};
+    use crate::testing::{container, pod};
     use k8s_openapi::api::core::v1::{ContainerPort, EnvVarSource, ObjectFieldSelector};
 
     fn ctx() -> PodContext {

@@ -6,13 +6,14 @@
 //! status, Events, its Node and a Lease back. The loop, in five bullets:
 //!
 //! 1. register the Node (`node.rs`) and keep its Lease fresh;
-//! 2. watch this node's pods and keep one worker per pod (`sync_loop.rs`, `pod_worker.rs`);
-//! 3. each worker asks the pure planner what to do (`sync.rs`) and applies it (`sync_pod.rs`):
+//! 2. watch this node's pods and keep one worker per pod (`sync_loop.rs`, `pod_worker/`);
+//! 3. each worker asks the pure planner what to do (`plan.rs`) and applies it
+//!    (`pod_worker/sync_pod.rs`):
 //!    sandbox (IP + volumes, `sandbox.rs`), init containers in order, app containers, hooks
 //!    (`hooks.rs`), probes (`probes.rs`), restarts with CrashLoopBackOff;
 //! 4. it reports the status computed by `status.rs` only when it changed;
-//! 5. a pod with a `deletionTimestamp` is stopped per the grace rules (`terminate.rs`,
-//!    `sync_terminating_pod.rs`) and then removed from the API.
+//! 5. a pod with a `deletionTimestamp` is stopped per the grace rules (`minik_api::grace`,
+//!    `terminate.rs`, `pod_worker/sync_terminating_pod.rs`) and then removed from the API.
 //!
 //! Container logs are served on `listen` (`server.rs`) for the apiserver's `pods/log` proxy.
 //!
@@ -26,7 +27,10 @@
 //! minik simplifies: no pause containers, images, cgroups, resource enforcement, static pods,
 //! eviction or node pressure; the node is always Ready.
 //!
-//! Read next: `sync.rs` (the plan), then `pod_worker.rs`.
+//! Modules with children use the `name/mod.rs` layout (`cri/`, `images/`, `pod_worker/`,
+//! `shim/`), as the rest of the workspace does; unit-test fixtures are in `testing.rs`.
+//!
+//! Read next: `plan.rs` (the plan), then `pod_worker/mod.rs`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -44,6 +48,7 @@ pub mod images;
 pub mod network;
 pub mod node;
 pub mod phase;
+pub mod plan;
 pub mod pod_worker;
 pub mod probes;
 pub mod reporter;
@@ -51,22 +56,15 @@ pub mod sandbox;
 pub mod server;
 pub mod shim;
 pub mod status;
-pub mod sync;
 pub mod sync_loop;
-mod sync_pod;
-mod sync_terminating_pod;
 pub mod terminate;
 pub mod volumes;
-// Hollow (kwok-style) nodes for `minik bench`; owned by the performance helper.
-pub mod hollow;
 
 pub mod args;
 pub use args::Args;
 
 #[cfg(test)]
-mod pod_worker_tests;
-#[cfg(test)]
-mod testutil;
+mod testing;
 
 /// Errors that stop the kubelet.
 #[derive(Debug, thiserror::Error)]
@@ -217,7 +215,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             minik_binary: config.minik_binary.clone(),
             api_host,
             api_port,
-            backoff: sync::BackoffPolicy {
+            backoff: plan::BackoffPolicy {
                 base: config.backoff_base,
                 max: config.backoff_max,
             },

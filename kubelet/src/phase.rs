@@ -14,8 +14,8 @@ use k8s_openapi::api::core::v1::{ContainerStatus as ApiStatus, Pod, PodCondition
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::plan::restart_policy;
 use crate::status::PodView;
-use crate::sync::restart_policy;
 
 /// How one container counts towards the phase (upstream's `running`, `waiting`, `stopped` …).
 #[derive(Default)]

@@ -229,7 +229,7 @@ fn tokio_stream_from(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{exited, running};
+    use crate::testing::{exited, running};
 
     const LOG: &[u8] = b"2026-11-22T02:30:00.000000001Z stdout F hello\n\
 2026-11-22T02:30:01.000000001Z stderr P long \n\

@@ -29,7 +29,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::cri::{ContainerState, ContainerStatus};
-use crate::sync::{
+use crate::plan::{
     latest_attempt, previous_attempt, restart_policy, should_restart, ContainerMemo,
     StartFailureKind,
 };

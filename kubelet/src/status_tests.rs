@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{PodCondition, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::*;
-use crate::sync::StartFailure;
-use crate::testutil::{at, exited, pod, pod_with_init, running};
+use crate::plan::StartFailure;
+use crate::testing::{at, exited, pod, pod_with_init, running};
 
 /// The pod worker's knowledge, owned, so tests can tweak it before computing.
 struct Facts {
@@ -280,7 +280,7 @@ fn pod_stopped_by_the_kubelet_ends_failed_unless_all_exited_zero() {
 fn image_failure_shows_its_waiting_reason() {
     let mut facts = Facts::new(pod(&["web"], "Always"), vec![]);
     let failure = StartFailure {
-        kind: crate::sync::StartFailureKind::Image,
+        kind: crate::plan::StartFailureKind::Image,
         count: 1,
         at: at(0),
         reason: "ErrImagePull".into(),

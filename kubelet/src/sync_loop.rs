@@ -186,7 +186,7 @@ mod tests {
     use crate::cri::{ContainerConfig, Runtime};
     use crate::reporter::RecordingReporter;
     use crate::sandbox::{FakeSandbox, PodSandbox};
-    use crate::testutil::pod;
+    use crate::testing::pod;
 
     /// Containers and sandboxes of pods that vanished while the kubelet was down are stopped
     /// (SIGTERM, then SIGKILL after 2 s) and cleaned, log directories included; those of known

@@ -6,7 +6,8 @@
 //! The rules are docs/kubernetes-rules.md#termination, T1–T5:
 //!
 //! - the budget is `deletionGracePeriodSeconds`, else `spec.terminationGracePeriodSeconds`
-//!   (default 30), and never less than 1 (T3);
+//!   (default 30), and never less than 1 (T3); the callers get it from `minik_api::grace`, the
+//!   rule the API server shares, and hand it in as [`StopRequest::grace`];
 //! - the countdown starts *before* preStop, and preStop runs bounded by it (T1, T2.3);
 //! - then SIGTERM goes to the container's process group;
 //! - SIGKILL follows at the end of the budget, but never sooner than 2 s after SIGTERM
@@ -39,29 +40,6 @@ use crate::reporter::PodReporter;
 
 /// `minimumGracePeriodInSeconds`: SIGKILL never comes sooner than this after SIGTERM.
 pub const MINIMUM_GRACE_AFTER_TERM: Duration = Duration::from_secs(2);
-
-/// The grace a terminating pod gets, in seconds (T3): the API server's
-/// `deletionGracePeriodSeconds`, else the spec's, else 30; a pod already removed from the API
-/// (force delete) gets 0; the floor is 1.
-pub fn effective_grace_seconds(pod: &Pod, removed_from_api: bool) -> i64 {
-    let spec_grace = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.termination_grace_period_seconds);
-    let grace = match removed_from_api {
-        true => pod
-            .metadata
-            .deletion_grace_period_seconds
-            .unwrap_or(0)
-            .min(spec_grace.unwrap_or(30)),
-        false => pod
-            .metadata
-            .deletion_grace_period_seconds
-            .or(spec_grace)
-            .unwrap_or(30),
-    };
-    grace.max(1)
-}
 
 /// When each step happens, counted from the start of termination (a pure summary of the rules).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,11 +5,13 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Lifecycle, LifecycleHandler, SleepAction};
 
+use minik_api::grace::termination_grace;
+
 use super::*;
 use crate::cri::fake::{Behavior, FakeRuntime, OnTerm};
 use crate::cri::{ContainerConfig, ContainerState};
 use crate::reporter::RecordingReporter;
-use crate::testutil::{container, pod};
+use crate::testing::{container, pod};
 
 const S: fn(u64) -> Duration = Duration::from_secs;
 
@@ -52,7 +54,7 @@ fn prestop_longer_than_grace_is_cut_and_sigkill_comes_two_seconds_after_sigterm(
 fn force_delete_gets_one_second_and_the_two_second_minimum() {
     let mut force_deleted = pod(&["web"], "Always");
     force_deleted.metadata.deletion_grace_period_seconds = Some(0);
-    assert_eq!(effective_grace_seconds(&force_deleted, true), 1);
+    assert_eq!(termination_grace(&force_deleted, true), 1);
     let schedule = termination_schedule(S(1), Some(S(20)));
     assert_eq!((schedule.term_at, schedule.kill_at), (S(1), S(3)));
 }
@@ -60,17 +62,17 @@ fn force_delete_gets_one_second_and_the_two_second_minimum() {
 #[test]
 fn grace_comes_from_the_deletion_then_the_spec_then_30() {
     let mut p = pod(&["web"], "Always");
-    assert_eq!(effective_grace_seconds(&p, false), 30);
+    assert_eq!(termination_grace(&p, false), 30);
     p.spec
         .as_mut()
         .expect("spec")
         .termination_grace_period_seconds = Some(12);
-    assert_eq!(effective_grace_seconds(&p, false), 12);
+    assert_eq!(termination_grace(&p, false), 12);
     p.metadata.deletion_grace_period_seconds = Some(4);
-    assert_eq!(effective_grace_seconds(&p, false), 4);
+    assert_eq!(termination_grace(&p, false), 4);
     p.metadata.deletion_grace_period_seconds = Some(0);
-    assert_eq!(effective_grace_seconds(&p, false), 1, "never below 1");
-    assert_eq!(effective_grace_seconds(&p, true), 1);
+    assert_eq!(termination_grace(&p, false), 1, "never below 1");
+    assert_eq!(termination_grace(&p, true), 1);
 }
 
 /// Starts a fake container named `web` with `behavior`, then stops it with `grace` and an

@@ -1,14 +1,12 @@
 //! The scheduler against a real minik apiserver (in memory, on 127.0.0.1:0): pods created over HTTP
 //! get bound, an unschedulable pod reports why and is placed once a node with room registers.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use minik_api::core::{Container, Event as CoreEvent, Node, Pod, PodSpec, ResourceRequirements};
 use minik_api::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use minik_api::meta::ObjectMeta;
-use minik_apiserver::storage::memory::MemoryStorage;
 use minik_client::{Api, Client, ListParams, Object};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -38,10 +36,10 @@ async fn start_apiserver() -> Cluster {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let shutdown = CancellationToken::new();
-    let storage = Arc::new(MemoryStorage::new(100_000));
+    let backend = minik_apiserver::StorageBackend::memory(100_000);
     tokio::spawn(minik_apiserver::serve(
         listener,
-        storage,
+        backend,
         shutdown.child_token(),
     ));
     Cluster {

@@ -9,7 +9,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
@@ -111,7 +110,7 @@ impl Component {
                     name: name.clone(),
                     message: "no listener".into(),
                 })?;
-                let storage = minik_apiserver::storage::sled::SledStorage::open(
+                let backend = minik_apiserver::StorageBackend::sled(
                     &config.data_dir.join("sled"),
                     config.event_window,
                 )
@@ -124,7 +123,7 @@ impl Component {
                     ..Default::default()
                 };
                 tokio::spawn(async move {
-                    minik_apiserver::serve_with(listener, Arc::new(storage), options, shutdown)
+                    minik_apiserver::serve_with(listener, backend, options, shutdown)
                         .await
                         .map_err(|e| err(&e))
                 })

@@ -2,7 +2,7 @@
 //!
 //! Kubernetes counterpart: `pkg/printers/internalversion/printers.go` (`AddHandlers`: the
 //! `TableColumnDefinition`s and `printPod`, `printService`, `printEndpoints`, `printNode`,
-//! `printEvent`, `printNamespace`, `printLease`) and `k8s.io/apimachinery/pkg/util/duration`
+//! `printEvent`, `printNamespace`, `printLease`, `printDeployment`, `printReplicaSet`) and `k8s.io/apimachinery/pkg/util/duration`
 //! (AGE). Upstream's API server always prints the *wide* row (`GenerateOptions{Wide: true}`) and
 //! marks the extra columns `priority: 1`; kubectl drops them unless `-o wide`. minik does the same:
 //! [`row`] is the full row the server sends (`as=Table`), computed by pure functions (object +
@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod duration;
 pub mod pod;
 pub mod service;
+pub mod workloads;
 
 use jiff::Timestamp;
 use serde::de::DeserializeOwned;
@@ -104,6 +105,26 @@ pub fn columns(kind: &str) -> Vec<Column> {
             ("Endpoints", 0),
             ("Age", 0),
         ],
+        "Deployment" => &[
+            ("Name", 0),
+            ("Ready", 0),
+            ("Up-to-date", 0),
+            ("Available", 0),
+            ("Age", 0),
+            ("Containers", 1),
+            ("Images", 1),
+            ("Selector", 1),
+        ],
+        "ReplicaSet" => &[
+            ("Name", 0),
+            ("Desired", 0),
+            ("Current", 0),
+            ("Ready", 0),
+            ("Age", 0),
+            ("Containers", 1),
+            ("Images", 1),
+            ("Selector", 1),
+        ],
         _ => &[("Name", 0), ("Age", 0)],
     };
     spec.iter()
@@ -138,6 +159,8 @@ pub fn full_cells(
         "Namespace" => cluster::namespace_row(&typed(object)?, now),
         "Lease" => cluster::lease_row(&typed(object)?, now),
         "EndpointSlice" => service::endpoint_slice_row(&typed(object)?, now),
+        "Deployment" => workloads::deployment_row(&typed(object)?, true, now),
+        "ReplicaSet" => workloads::replica_set_row(&typed(object)?, true, now),
         _ => {
             let created = object
                 .pointer("/metadata/creationTimestamp")

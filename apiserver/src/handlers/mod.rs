@@ -2,137 +2,31 @@
 //!
 //! Kubernetes counterpart: `k8s.io/apiserver/pkg/endpoints/installer.go` (which registers, per
 //! resource, the routes `GET /api/v1/namespaces/{ns}/pods`, `…/pods/{name}`, `…/pods/{name}/status`
-//! …) and `request/requestinfo.go` (which parses a path back into verb, namespace, resource, name,
-//! subresource). minik parses the path itself into a [`Target`] and dispatches on the method, so
-//! every unknown path or verb still gets a proper `Status`.
+//! …). The path is parsed into a [`Target`] by [`crate::request`], then this module dispatches on
+//! the method, so every unknown path or verb still gets a proper `Status`.
 //!
-//! Storage keys follow etcd's layout: `/registry/{plural}/{namespace}/{name}`, or
-//! `/registry/{plural}/{name}` for cluster-scoped kinds.
+//! Imports point down: the handlers here ([`read`], [`write`](mod@write), [`delete`], [`scale`]), the watch server and
+//! the log proxy use [`crate::request`], [`crate::store`], [`crate::registry`] and
+//! `crate::storage`, and none of them imports another handler.
 
 pub mod delete;
-pub mod namespaces;
 pub mod read;
-pub mod request;
+pub mod scale;
 pub mod write;
 
 use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
-use minik_api::resource::{by_plural, ResourceInfo};
 use minik_api::status;
-use serde_json::{json, Value};
 
-use crate::error::{json_response, ApiError, ApiResult};
-use crate::storage::{self, Storage};
+use crate::error::{ApiError, ApiResult};
+use crate::request::query::{ListOptions, Params};
+use crate::request::{parse_target, ApiRequest, Target};
 use crate::table;
 use crate::AppState;
-use request::{ListOptions, Params};
-
-/// The namespaces that exist from the start, as in every Kubernetes cluster.
-pub const INITIAL_NAMESPACES: &[&str] =
-    &["default", "kube-system", "kube-public", "kube-node-lease"];
-
-/// What a resource path names.
-#[derive(Clone, Debug)]
-pub struct Target {
-    /// The kind.
-    pub info: &'static ResourceInfo,
-    /// The namespace from the path (`None` for cluster-scoped kinds and cluster-wide lists).
-    pub namespace: Option<String>,
-    /// The object's name, if the path names one.
-    pub name: Option<String>,
-    /// `status`, `binding`, `log` …
-    pub subresource: Option<String>,
-}
-
-/// The storage key of one object.
-pub fn storage_key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {
-    match namespace {
-        Some(namespace) if info.namespaced => {
-            format!("/registry/{}/{namespace}/{name}", info.plural)
-        }
-        _ => format!("/registry/{}/{name}", info.plural),
-    }
-}
-
-impl Target {
-    /// The key of the named object (the name must be present).
-    pub fn key(&self) -> String {
-        storage_key(
-            self.info,
-            self.namespace.as_deref(),
-            self.name.as_deref().unwrap_or(""),
-        )
-    }
-
-    /// The key prefix covering what a list or watch of this path sees.
-    pub fn prefix(&self) -> String {
-        match &self.namespace {
-            Some(namespace) if self.info.namespaced => {
-                format!("/registry/{}/{namespace}/", self.info.plural)
-            }
-            _ => format!("/registry/{}/", self.info.plural),
-        }
-    }
-
-    /// The name, or "" when the path names none.
-    pub fn name(&self) -> &str {
-        self.name.as_deref().unwrap_or("")
-    }
-}
-
-/// Parses the segments after `/api/v1` or `/apis/{group}/{version}`.
-pub fn parse_target(group: &str, rest: &str) -> Option<Target> {
-    let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
-    let owned = |s: Option<&&str>| s.map(|s| s.to_string());
-    if segments.len() >= 3 && segments[0] == "namespaces" {
-        if let Some(info) = by_plural(group, segments[2]).filter(|info| info.namespaced) {
-            if segments.len() > 5 {
-                return None;
-            }
-            return Some(Target {
-                info,
-                namespace: Some(segments[1].to_string()),
-                name: owned(segments.get(3)),
-                subresource: owned(segments.get(4)),
-            });
-        }
-    }
-    let info = by_plural(group, segments.first()?)?;
-    if segments.len() > 3 || (info.namespaced && segments.len() > 1) {
-        return None;
-    }
-    Some(Target {
-        info,
-        namespace: None,
-        name: owned(segments.get(1)),
-        subresource: owned(segments.get(2)),
-    })
-}
-
-/// One API request, parsed.
-pub struct ApiRequest {
-    /// What the path names.
-    pub target: Target,
-    /// The query.
-    pub params: Params,
-    /// The request headers.
-    pub headers: HeaderMap,
-    /// The raw body.
-    pub body: Bytes,
-}
-
-impl ApiRequest {
-    /// The Content-Type header, if any.
-    pub fn content_type(&self) -> Option<&str> {
-        self.headers
-            .get(axum::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-    }
-}
 
 /// `/api/v1/{*rest}`: the core group.
 pub async fn core_resource(
@@ -252,6 +146,9 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
         (&Method::GET, true, Some("log")) if kind == "Pod" => {
             crate::logs::pod_logs(state, &request).await
         }
+        (&Method::GET, true, Some("scale")) => scale::get(state, target),
+        (&Method::PUT, true, Some("scale")) => scale::update(state, &request).await,
+        (&Method::PATCH, true, Some("scale")) => scale::patch(state, &request).await,
         (&Method::POST, false, None) => write::create(state, &request).await,
         (&Method::POST, true, Some("binding")) if kind == "Pod" => {
             write::bind(state, &request).await
@@ -261,7 +158,7 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
         (&Method::PATCH, true, None) => write::patch(state, &request).await,
         (&Method::PATCH, true, Some(_)) if status_ok => write::patch(state, &request).await,
         (&Method::DELETE, true, None) => delete::delete(state, &request).await,
-        (&Method::DELETE, false, None) if has_delete_collection(kind) => {
+        (&Method::DELETE, false, None) if crate::registry::has_delete_collection(kind) => {
             delete::delete_collection(state, &request).await
         }
         _ => Err(status::method_not_allowed(format!(
@@ -271,85 +168,13 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
     }
 }
 
-/// Whether `DELETE` on the collection is served: upstream's namespace storage has no
-/// deletecollection (one request must not be able to delete every namespace), so it is a 405.
-pub fn has_delete_collection(kind: &str) -> bool {
-    kind != "Namespace"
-}
-
-/// The subresources a kind has: `status` for kinds with a status, `binding` and `log` for pods.
+/// The subresources a kind has: `status` for kinds with a status, `binding` and `log` for pods,
+/// `scale` for Deployments and ReplicaSets.
 fn known_subresource(kind: &str, sub: &str) -> bool {
     match sub {
         "status" => crate::registry::has_status_subresource(kind),
         "binding" | "log" => kind == "Pod",
+        "scale" => crate::registry::scale::has_scale_subresource(kind),
         _ => false,
-    }
-}
-
-/// A 200/201 answer carrying an object.
-pub fn object_response(code: StatusCode, object: &Value) -> Response {
-    json_response(code, object)
-}
-
-/// Creates the initial namespaces if they are missing.
-pub async fn bootstrap_namespaces(storage: &dyn Storage) -> Result<(), storage::Error> {
-    for name in INITIAL_NAMESPACES {
-        let key = format!("/registry/namespaces/{name}");
-        if storage.get(&key)?.is_some() {
-            continue;
-        }
-        let namespace = json!({
-            "apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "uid": uuid::Uuid::new_v4().to_string(),
-                         "creationTimestamp": crate::registry::meta::now_value(),
-                         "labels": {"kubernetes.io/metadata.name": name}},
-            "spec": {}, "status": {"phase": "Active"}
-        });
-        match storage.create(&key, namespace).await {
-            Ok(_) | Err(storage::Error::AlreadyExists(_)) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_parse_into_kind_namespace_name_and_subresource() {
-        let t = parse_target("", "namespaces/default/pods/web/status").unwrap();
-        assert_eq!(
-            (
-                t.info.plural,
-                t.namespace.as_deref(),
-                t.name(),
-                t.subresource.as_deref()
-            ),
-            ("pods", Some("default"), "web", Some("status"))
-        );
-        assert_eq!(t.key(), "/registry/pods/default/web");
-        let all = parse_target("", "pods").unwrap();
-        assert_eq!(
-            (all.namespace.clone(), all.prefix()),
-            (None, "/registry/pods/".to_string())
-        );
-        let node = parse_target("", "nodes/node-1/status").unwrap();
-        assert_eq!(node.key(), "/registry/nodes/node-1");
-        let ns = parse_target("", "namespaces/default").unwrap();
-        assert_eq!((ns.info.plural, ns.name()), ("namespaces", "default"));
-        let lease = parse_target(
-            "coordination.k8s.io",
-            "namespaces/kube-node-lease/leases/node-1",
-        )
-        .unwrap();
-        assert_eq!(lease.key(), "/registry/leases/kube-node-lease/node-1");
-        assert!(
-            parse_target("", "pods/web").is_none(),
-            "namespaced kinds need a namespace for a name"
-        );
-        assert!(parse_target("", "deployments").is_none());
-        assert!(parse_target("", "namespaces/default/nodes/x").is_none());
     }
 }

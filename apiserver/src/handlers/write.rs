@@ -16,19 +16,17 @@ use minik_api::{status, ResourceInfo};
 use serde_json::{json, Value};
 use tracing::info;
 
-use super::request::{body_format, decode_object, BodyFormat};
-use super::{namespaces, object_response, storage_key, ApiRequest, Target};
 use crate::error::{json_response, ApiError, ApiResult};
 use crate::field_validation::{self as fields, Mode};
 use crate::ignored_fields;
 use crate::patch::apply as server_side_apply;
 use crate::registry::patch::PatchType;
 use crate::registry::{self, meta, pods, services};
-use crate::storage;
+use crate::request::body::{body_format, decode_object, BodyFormat};
+use crate::request::{storage_key, ApiRequest};
+use crate::store::namespaces;
+use crate::store::update::guaranteed_update;
 use crate::AppState;
-
-/// How many times a write without a client `resourceVersion` is retried after a conflict.
-const MAX_ATTEMPTS: usize = 8;
 
 /// `POST …/{plural}`.
 pub async fn create(state: &AppState, request: &ApiRequest) -> ApiResult<Response> {
@@ -102,7 +100,7 @@ async fn create_object(
     }
     let name = meta::meta_str(&object, "name").unwrap_or("").to_string();
     if dry_run {
-        return Ok(object_response(StatusCode::CREATED, &object));
+        return Ok(json_response(StatusCode::CREATED, &object));
     }
     let key = storage_key(info, namespace, &name);
     let record = state
@@ -111,7 +109,7 @@ async fn create_object(
         .await
         .map_err(|e| ApiError::from_storage(e, info.plural, &name))?;
     info!(kind = info.kind, key = %key, revision = record.revision, "created object");
-    Ok(object_response(StatusCode::CREATED, &record.value))
+    Ok(json_response(StatusCode::CREATED, record.value.as_ref()))
 }
 
 /// The object stored at the request's URL, if any.
@@ -156,7 +154,7 @@ pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
     }
     let precondition = meta::resource_version(&body)?;
     let sub = target.subresource.as_deref();
-    let response = guaranteed_update(
+    let object = guaranteed_update(
         state,
         target,
         precondition,
@@ -164,6 +162,7 @@ pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
         |stored| registry::prepare_update(target.info, body.clone(), stored, target.name(), sub),
     )
     .await?;
+    let response = json_response(StatusCode::OK, &object);
     Ok(fields::with_warnings(response, &warnings))
 }
 
@@ -184,7 +183,7 @@ pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response
     };
     let sub = target.subresource.as_deref();
     let warnings = Mutex::new(Vec::new());
-    let response = guaranteed_update(
+    let object = guaranteed_update(
         state,
         target,
         precondition,
@@ -210,6 +209,7 @@ pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response
     )
     .await?;
     let warnings = warnings.into_inner().unwrap_or_else(|p| p.into_inner());
+    let response = json_response(StatusCode::OK, &object);
     Ok(fields::with_warnings(response, &warnings))
 }
 
@@ -248,7 +248,7 @@ async fn apply(
     }
     let precondition = meta::resource_version(&applied).ok().flatten();
     let sub = target.subresource.as_deref();
-    let response = guaranteed_update(
+    let object = guaranteed_update(
         state,
         target,
         precondition,
@@ -260,6 +260,7 @@ async fn apply(
         },
     )
     .await?;
+    let response = json_response(StatusCode::OK, &object);
     Ok(fields::with_warnings(response, &warnings))
 }
 
@@ -277,76 +278,4 @@ pub async fn bind(state: &AppState, request: &ApiRequest) -> ApiResult<Response>
     info!(pod = %format!("{}/{}", target.namespace.as_deref().unwrap_or(""), target.name()), node = %node, "bound pod");
     let success = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
     Ok(json_response(StatusCode::CREATED, &success))
-}
-
-/// Read, transform, compare-and-swap; retried on conflict unless the client pinned a revision.
-/// A write that changes nothing is not stored (no new revision), as etcd3's `GuaranteedUpdate`.
-async fn guaranteed_update(
-    state: &AppState,
-    target: &Target,
-    precondition: Option<u64>,
-    dry_run: bool,
-    transform: impl Fn(&Value) -> ApiResult<Value>,
-) -> ApiResult<Response> {
-    let (plural, name, key) = (target.info.plural, target.name(), target.key());
-    let storage_error = |e| ApiError::from_storage(e, plural, name);
-    for _ in 0..MAX_ATTEMPTS {
-        let stored = state
-            .storage
-            .get(&key)
-            .map_err(storage_error)?
-            .ok_or_else(|| ApiError::from(status::not_found(plural, name)))?;
-        if precondition.is_some_and(|rv| rv != stored.revision) {
-            return Err(storage_error(storage::Error::Conflict {
-                key,
-                expected: precondition.unwrap_or(0),
-                actual: stored.revision,
-            }));
-        }
-        let mut object = transform(&stored.value)?;
-        meta::meta_mut(&mut object)?.insert(
-            "resourceVersion".into(),
-            Value::String(stored.revision.to_string()),
-        );
-        if object == *stored.value {
-            return Ok(object_response(StatusCode::OK, &stored.value));
-        }
-        if dry_run {
-            return Ok(object_response(StatusCode::OK, &object));
-        }
-        match state
-            .storage
-            .update(&key, object, Some(stored.revision))
-            .await
-        {
-            Ok(record) => {
-                info!(kind = target.info.kind, key = %key, revision = record.revision, "updated object");
-                if meta::should_delete_during_update(&record.value) {
-                    let deleted = state
-                        .storage
-                        .delete(&key, Some(record.revision))
-                        .await
-                        .map_err(storage_error)?;
-                    info!(kind = target.info.kind, key = %key, "deleted object after its finalizers were removed");
-                    if let Some(namespace) = target
-                        .namespace
-                        .as_deref()
-                        .filter(|_| target.info.namespaced)
-                    {
-                        namespaces::finish_if_empty(state, namespace).await?;
-                    }
-                    return Ok(object_response(StatusCode::OK, &deleted.value));
-                }
-                return Ok(object_response(StatusCode::OK, &record.value));
-            }
-            Err(storage::Error::Conflict { .. }) if precondition.is_none() => continue,
-            Err(e) => return Err(storage_error(e)),
-        }
-    }
-    Err(status::conflict(
-        plural,
-        name,
-        "the object is being modified too often; please retry",
-    )
-    .into())
 }

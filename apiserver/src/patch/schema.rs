@@ -39,6 +39,12 @@ pub fn list_strategy(kind: &str, path: &[&str]) -> ListStrategy {
             ["spec", "ports"] => MergeByKey("port"),
             _ => Replace,
         },
+        // A workload's pod template patches like a pod: `spec.template.spec.containers` merge by
+        // name (`kubectl set image`), as the `PodTemplateSpec` tags say.
+        "Deployment" | "ReplicaSet" => match path {
+            ["spec", "template", pod_path @ ..] => pod_list(pod_path),
+            _ => Replace,
+        },
         "Node" => match path {
             ["spec", "podCIDRs"] => Set,
             ["status", "addresses"] => MergeByKey("type"),
@@ -105,5 +111,16 @@ mod tests {
             list_strategy("Node", &["status", "addresses"]),
             MergeByKey("type")
         );
+    }
+
+    #[test]
+    fn a_workload_template_patches_like_a_pod_spec() {
+        for kind in ["Deployment", "ReplicaSet"] {
+            let containers = ["spec", "template", "spec", "containers"];
+            assert_eq!(list_strategy(kind, &containers), MergeByKey("name"));
+            let env = ["spec", "template", "spec", "containers", "env"];
+            assert_eq!(list_strategy(kind, &env), MergeByKey("name"));
+            assert_eq!(list_strategy(kind, &["spec", "containers"]), Replace);
+        }
     }
 }

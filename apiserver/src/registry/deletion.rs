@@ -8,15 +8,17 @@
 //! `deletionGracePeriodSeconds`, which watchers see as MODIFIED. The kubelet then stops the
 //! containers and finishes with a grace-0 DELETE. A second DELETE may only shorten the deadline.
 //! Finalizers keep any object around until an update empties them. The decision is a pure
-//! function ([`plan`]) so each rule is unit-tested here.
+//! function ([`plan`]) so each rule is unit-tested here; the pod's grace itself (and the rule that
+//! a second DELETE only shortens it) is `minik_api::grace`, which the kubelet shares.
 
 use jiff::{SignedDuration, Timestamp};
-use minik_api::status;
+use minik_api::{grace, status};
 use serde_json::Value;
 
 use super::meta::meta_str;
 use crate::error::{ApiError, ApiResult};
-use crate::handlers::request::{decode, BodyFormat, Params};
+use crate::request::body::{decode, BodyFormat};
+use crate::request::query::Params;
 
 /// The `DeleteOptions` minik honours, read from the body or the query.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -100,42 +102,15 @@ pub enum Plan {
     Unchanged,
 }
 
-/// `CheckGracefulDelete` for pods (D2): the requested grace, else the pod's own; 0 when the pod is
-/// not scheduled or already finished; a negative value becomes 1.
-pub fn pod_grace(pod: &Value, requested: Option<i64>) -> i64 {
-    let spec = pod.get("spec");
-    let own = spec
-        .and_then(|s| s.get("terminationGracePeriodSeconds"))
-        .and_then(Value::as_i64)
-        .unwrap_or(30);
-    let mut grace = requested.unwrap_or(own);
-    let node = spec
-        .and_then(|s| s.get("nodeName"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let phase = pod
-        .get("status")
-        .and_then(|s| s.get("phase"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if node.is_empty() || phase == "Failed" || phase == "Succeeded" {
-        grace = 0;
-    }
-    if grace < 0 {
-        1
-    } else {
-        grace
-    }
-}
-
 /// Decides what a DELETE with the given grace does (D3-D5). `kind` decides whether the object has
 /// graceful deletion at all: only pods do; other kinds are removed at once unless finalizers hold them.
 pub fn plan(kind: &str, object: &Value, requested: Option<i64>, now: Timestamp) -> Plan {
     if kind == "Namespace" {
         return plan_namespace(object, now);
     }
+    // The pod rule lives in `minik_api::grace`, shared with the kubelet.
     let grace = if kind == "Pod" {
-        pod_grace(object, requested)
+        grace::delete_grace(object, requested)
     } else {
         0
     };
@@ -154,7 +129,7 @@ pub fn plan(kind: &str, object: &Value, requested: Option<i64>, now: Timestamp) 
     match (old_stamp, old_grace) {
         // D4: already terminating.
         (Some(stamp), Some(old)) if old > 0 => {
-            if grace >= old {
+            if !grace::shortens(old, grace) {
                 return Plan::Unchanged;
             }
             if grace == 0 && !has_finalizers {
@@ -184,7 +159,7 @@ pub fn plan(kind: &str, object: &Value, requested: Option<i64>, now: Timestamp) 
 }
 
 /// A namespace is never removed by the DELETE itself: it turns Terminating, held by the
-/// `kubernetes` entry of `spec.finalizers` until its contents are gone (`handlers/namespaces.rs`).
+/// `kubernetes` entry of `spec.finalizers` until its contents are gone (`store/namespaces.rs`).
 fn plan_namespace(object: &Value, now: Timestamp) -> Plan {
     if object["metadata"]["deletionTimestamp"].is_string() {
         return Plan::Unchanged;
@@ -268,7 +243,7 @@ mod tests {
 
     #[test]
     fn negative_grace_becomes_one() {
-        assert_eq!(pod_grace(&bound_pod(), Some(-5)), 1);
+        assert_eq!(grace::delete_grace(&bound_pod(), Some(-5)), 1);
     }
 
     #[test]

@@ -4,16 +4,21 @@
 //! `PrepareForUpdate`, `Validate`, `ValidateUpdate`, `CheckGracefulDelete`) driven by the generic
 //! store in `k8s.io/apiserver/pkg/registry/generic/registry/store.go`. minik's generic part is
 //! [`prepare_create`] / [`prepare_update`] here and [`meta`]; the kind-specific parts are
-//! [`pods`] (defaults, validation, immutability, binding), [`services`] (clusterIP allocation) and
-//! [`deletion`] (graceful delete). Every object is round-tripped through its typed k8s-openapi
-//! struct, so what is stored is exactly Kubernetes' JSON shape (unknown fields are dropped, as
-//! upstream does without `fieldValidation=Strict`).
+//! [`pods`] (defaults, validation, immutability, binding), [`services`] (clusterIP allocation),
+//! [`workloads`] (Deployments and ReplicaSets), [`scale`] (the autoscaling/v1 Scale view),
+//! [`propagation`] (garbage-collection finalizers) and [`deletion`] (graceful delete). Every
+//! object is round-tripped through its typed k8s-openapi struct, so what is stored is exactly
+//! Kubernetes' JSON shape (unknown fields are dropped, as upstream does without
+//! `fieldValidation=Strict`).
 
 pub mod deletion;
 pub mod meta;
 pub mod patch;
 pub mod pods;
+pub mod propagation;
+pub mod scale;
 pub mod services;
+pub mod workloads;
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
@@ -31,7 +36,16 @@ use crate::error::{ApiError, ApiResult};
 
 /// Kinds whose `status` is written only through the `/status` subresource.
 pub fn has_status_subresource(kind: &str) -> bool {
-    matches!(kind, "Pod" | "Service" | "Node" | "Namespace")
+    matches!(
+        kind,
+        "Pod" | "Service" | "Node" | "Namespace" | "Deployment" | "ReplicaSet"
+    )
+}
+
+/// Whether `DELETE` on the collection is served: upstream's namespace storage has no
+/// deletecollection (one request must not be able to delete every namespace), so it is a 405.
+pub fn has_delete_collection(kind: &str) -> bool {
+    kind != "Namespace"
 }
 
 /// Decodes JSON into a typed object; a shape error (a string where a number belongs …) is a 400.
@@ -105,6 +119,8 @@ pub fn prepare_create(
     match info.kind {
         "Pod" => pods::prepare_create(object),
         "Service" => services::prepare_create(object, used_ips),
+        "Deployment" => workloads::prepare_create_deployment(object),
+        "ReplicaSet" => workloads::prepare_create_replica_set(object),
         kind => normalize(object, kind),
     }
 }
@@ -135,20 +151,26 @@ pub fn prepare_update(
     let mut object = match info.kind {
         "Pod" => pods::prepare_update(object, old)?,
         "Service" => services::prepare_update(object, old)?,
+        "Deployment" => workloads::prepare_update_deployment(object, old)?,
+        "ReplicaSet" => workloads::prepare_update_replica_set(object, old)?,
         kind => normalize(object, kind)?,
     };
-    bump_generation(&mut object, old);
+    bump_generation(&mut object, old, info.kind);
     Ok(object)
 }
 
-/// `metadata.generation` counts changes of the desired state (`spec`), not of status or metadata.
-fn bump_generation(object: &mut Value, old: &Value) {
+/// `metadata.generation` counts changes of the desired state (`spec`), not of status or metadata
+/// (save a Deployment's annotations, see [`workloads::annotations_bump_generation`]).
+fn bump_generation(object: &mut Value, old: &Value, kind: &str) {
     let old_generation = old
         .get("metadata")
         .and_then(|m| m.get("generation"))
         .and_then(Value::as_i64)
         .unwrap_or(1);
-    let changed = object.get("spec") != old.get("spec");
+    let annotations = |o: &Value| o.pointer("/metadata/annotations").cloned();
+    let changed = object.get("spec") != old.get("spec")
+        || (workloads::annotations_bump_generation(kind)
+            && annotations(object) != annotations(old));
     let generation = if changed {
         old_generation + 1
     } else {

@@ -10,7 +10,7 @@ use minik_api::status;
 use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
-use crate::handlers::request::{decode, media_type, BodyFormat};
+use crate::request::body::{decode, media_type, BodyFormat};
 
 /// The patch formats the server accepts, from the request's Content-Type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -39,9 +39,6 @@ use tokio::sync::mpsc;
 
 use super::{Error, Event, Result, Revision, WatchStream};
 
-/// Default number of events kept for watches to resume from.
-pub const DEFAULT_WINDOW: usize = 10_000;
-
 /// Default number of live events a watcher may fall behind before it is cut off.
 pub const DEFAULT_WATCHER_BUFFER: usize = 1_024;
 
@@ -102,6 +99,7 @@ impl EventLog {
     }
 
     /// The oldest `after` a watch may start from right now.
+    #[cfg(test)]
     pub fn oldest_valid(&self) -> Revision {
         self.lock().oldest_valid()
     }

@@ -3,10 +3,8 @@
 
 #![allow(dead_code)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use minik_apiserver::storage::sled::SledStorage;
 use minik_apiserver::ServeOptions;
 use serde_json::{json, Value};
 use tempfile::TempDir;
@@ -52,14 +50,15 @@ impl TestServer {
 
     /// Starts a server on an existing data directory (to test restarts).
     pub async fn start_in(dir: TempDir, options: Options) -> Self {
-        let storage =
-            SledStorage::open(&dir.path().join("sled"), options.event_window).expect("open sled");
+        let backend =
+            minik_apiserver::StorageBackend::sled(&dir.path().join("sled"), options.event_window)
+                .expect("open sled");
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let shutdown = CancellationToken::new();
         let handle = tokio::spawn(minik_apiserver::serve_with(
             listener,
-            Arc::new(storage),
+            backend,
             ServeOptions {
                 bookmark_interval: options.bookmark_interval,
                 header_read_timeout: options.header_read_timeout,

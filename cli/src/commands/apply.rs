@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use minik_api::resource::by_kind;
 use minik_client::Client;
 
-use super::resources::{collection_path, object_path, ClientFlags};
+use super::resources::{collection_path, object_path, GlobalFlags};
 use crate::manifest::{self, Manifest};
 use crate::output::{self, Reported};
 use crate::printers::kind_prefix;
@@ -30,17 +30,15 @@ pub struct ApplyArgs {
     /// A manifest file, a directory of them, or `-` for stdin (repeatable).
     #[arg(short = 'f', long = "filename", required = true)]
     pub filenames: Vec<String>,
-    #[command(flatten)]
-    pub flags: ClientFlags,
 }
 
 /// Runs `minik apply`: every object is tried; failures are printed and make the exit code 1.
-pub async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
+pub async fn apply(args: ApplyArgs, flags: &GlobalFlags) -> anyhow::Result<()> {
     let manifests = manifest::read_all(&args.filenames)?;
-    let client = args.flags.client()?;
+    let client = flags.client()?;
     let mut failed = false;
     for manifest in &manifests {
-        match apply_one(&client, manifest, &args.flags.namespace).await {
+        match apply_one(&client, manifest, flags.namespace()).await {
             Ok(line) => println!("{line}"),
             Err(error) if is_connect(&error) => return Err(error),
             Err(error) => {

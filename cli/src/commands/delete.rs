@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use minik_api::{ResourceInfo, WatchEvent};
 use minik_client::Client;
 
-use super::resources::{collection_path, object_path, targets, with_query, ClientFlags};
+use super::resources::{collection_path, object_path, targets, with_query, GlobalFlags};
 use crate::output::{self, Reported};
 use crate::printers::{kind_prefix, name_of};
 
@@ -56,8 +56,6 @@ pub struct DeleteArgs {
     /// Delete every object of the kind.
     #[arg(long)]
     pub all: bool,
-    #[command(flatten)]
-    pub flags: ClientFlags,
 }
 
 /// The `gracePeriodSeconds` kubectl sends for these flags, or `None` for the server's default.
@@ -75,10 +73,10 @@ pub fn grace_period(grace_period: i64, force: bool, now: bool) -> anyhow::Result
 }
 
 /// Runs `minik delete`.
-pub async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
+pub async fn delete(args: DeleteArgs, flags: &GlobalFlags) -> anyhow::Result<()> {
     let grace = grace_period(args.grace_period, args.force, args.now)?;
-    let client = args.flags.client()?;
-    let objects = resolve(&client, &args).await?;
+    let client = flags.client()?;
+    let objects = resolve(&client, &args, flags.namespace()).await?;
     let force = grace == Some(0);
     if force {
         eprintln!("Warning: Immediate deletion does not wait for confirmation that the running resource has been terminated. The resource may continue to run on the cluster indefinitely.");
@@ -131,19 +129,19 @@ pub async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
 async fn resolve(
     client: &Client,
     args: &DeleteArgs,
+    namespace: &str,
 ) -> anyhow::Result<Vec<(&'static ResourceInfo, String, String)>> {
     if !args.filenames.is_empty() {
-        return from_manifests(&args.filenames, &args.flags.namespace);
+        return from_manifests(&args.filenames, namespace);
     }
-    let namespace = args.flags.namespace.clone();
     let targets = targets(&args.args)?;
     let mut objects = Vec::new();
     for (info, name) in targets {
         match name {
-            Some(name) => objects.push((info, namespace.clone(), name)),
+            Some(name) => objects.push((info, namespace.to_string(), name)),
             None if args.selector.is_some() || args.all => {
                 let path = with_query(
-                    &collection_path(info, Some(&args.flags.namespace)),
+                    &collection_path(info, Some(namespace)),
                     &[("labelSelector", args.selector.as_deref())],
                 );
                 let list = client.request_json(Method::GET, &path, None).await?;
@@ -155,7 +153,7 @@ async fn resolve(
                 objects.extend(
                     items
                         .iter()
-                        .map(|item| (info, namespace.clone(), name_of(item).to_string())),
+                        .map(|item| (info, namespace.to_string(), name_of(item).to_string())),
                 );
             }
             None => bail!("resource(s) were provided, but no name was specified"),

@@ -20,20 +20,17 @@ use minik_api::ResourceInfo;
 use minik_client::Client;
 
 use super::get_watch;
-use super::resources::{collection_path, object_path, targets, with_query, ClientFlags};
+use super::resources::{collection_path, object_path, targets, with_query, GlobalFlags};
 use crate::output::{self, list_of, Format, Reported, TabWriter};
 use crate::printers;
 use crate::printers::table::{render_rows, TableOptions};
 
-/// Flags of `minik get`.
+/// Flags of `minik get` (`-o`, `-n` and `--server` are global: `resources::GlobalFlags`).
 #[derive(clap::Args, Debug)]
 pub struct GetArgs {
     /// KIND[,KIND] [NAME…], or KIND/NAME…
     #[arg(required = true, value_name = "KIND [NAME]")]
     pub args: Vec<String>,
-    /// Output format: wide, json, yaml or name.
-    #[arg(short = 'o', long)]
-    pub output: Option<String>,
     /// After listing, watch for changes and print them as they happen.
     #[arg(short = 'w', long)]
     pub watch: bool,
@@ -49,8 +46,6 @@ pub struct GetArgs {
     /// Add a LABELS column.
     #[arg(long)]
     pub show_labels: bool,
-    #[command(flatten)]
-    pub flags: ClientFlags,
 }
 
 /// What was found of one kind: the objects (`-o json|yaml|name`), or the server's Tables.
@@ -86,18 +81,27 @@ pub struct Section {
 }
 
 /// Runs `minik get`.
-pub async fn get(args: GetArgs) -> anyhow::Result<()> {
-    let format = Format::parse(args.output.as_deref())?;
+pub async fn get(args: GetArgs, flags: &GlobalFlags) -> anyhow::Result<()> {
+    let format = Format::parse(flags.output.as_deref())?;
     let targets = targets(&args.args)?;
-    let client = args.flags.client()?;
+    let client = flags.client()?;
     if args.watch {
-        return get_watch::watch(&client, &args, &targets, format).await;
+        return get_watch::watch(&client, &args, flags.namespace(), &targets, format).await;
     }
     let as_table = matches!(format, Format::Table | Format::Wide);
     let mut sections: Vec<Section> = Vec::new();
     let mut failed = false;
     for (info, name) in &targets {
-        let found = match fetch(&client, &args, info, name.as_deref(), as_table).await {
+        let found = match fetch(
+            &client,
+            &args,
+            flags.namespace(),
+            info,
+            name.as_deref(),
+            as_table,
+        )
+        .await
+        {
             Ok(found) => found,
             Err(error) if name.is_some() && error.is_not_found() => {
                 eprintln!("{}", output::error_line(&error.into()));
@@ -115,7 +119,7 @@ pub async fn get(args: GetArgs) -> anyhow::Result<()> {
         }
     }
     let named = targets.iter().any(|(_, name)| name.is_some());
-    print_sections(&sections, &args, format, named)?;
+    print_sections(&sections, &args, flags.namespace(), format, named)?;
     if failed {
         return Err(Reported.into());
     }
@@ -126,13 +130,14 @@ pub async fn get(args: GetArgs) -> anyhow::Result<()> {
 async fn fetch(
     client: &Client,
     args: &GetArgs,
+    namespace: &str,
     info: &'static ResourceInfo,
     name: Option<&str>,
     as_table: bool,
 ) -> minik_client::Result<Found> {
     let path = match name {
-        Some(name) => object_path(info, &args.flags.namespace, name),
-        None => list_path(args, info, args.field_selector.as_deref()),
+        Some(name) => object_path(info, namespace, name),
+        None => list_path(args, namespace, info, args.field_selector.as_deref()),
     };
     if as_table {
         return Ok(Found::Tables(vec![client.get_table(&path).await?]));
@@ -144,10 +149,15 @@ async fn fetch(
     }))
 }
 
-/// The collection path with `-n`/`-A` and the selectors of `args` (`field_selector` may add the
+/// The collection path with the namespace (or `-A`) and the selectors of `args` (`field_selector` may add the
 /// name of a watched object to the user's).
-pub fn list_path(args: &GetArgs, info: &ResourceInfo, field_selector: Option<&str>) -> String {
-    let namespace = (!args.all_namespaces).then_some(args.flags.namespace.as_str());
+pub fn list_path(
+    args: &GetArgs,
+    namespace: &str,
+    info: &ResourceInfo,
+    field_selector: Option<&str>,
+) -> String {
+    let namespace = (!args.all_namespaces).then_some(namespace);
     with_query(
         &collection_path(info, namespace),
         &[
@@ -181,13 +191,14 @@ pub fn with_kind(mut object: Value, info: &ResourceInfo) -> Value {
 fn print_sections(
     sections: &[Section],
     args: &GetArgs,
+    namespace: &str,
     format: Format,
     named: bool,
 ) -> anyhow::Result<()> {
     let total: usize = sections.iter().map(|s| s.found.len()).sum();
     if total == 0 {
         if !named {
-            eprintln!("{}", no_resources_message(sections, args));
+            eprintln!("{}", no_resources_message(sections, args, namespace));
         }
         return Ok(());
     }
@@ -233,12 +244,12 @@ fn print_sections(
 }
 
 /// `No resources found in default namespace.` (or without the namespace for -A and cluster kinds).
-pub fn no_resources_message(sections: &[Section], args: &GetArgs) -> String {
+pub fn no_resources_message(sections: &[Section], args: &GetArgs, namespace: &str) -> String {
     let namespaced = sections.iter().any(|s| s.info.namespaced);
     if args.all_namespaces || !namespaced {
         "No resources found".to_string()
     } else {
-        format!("No resources found in {} namespace.", args.flags.namespace)
+        format!("No resources found in {namespace} namespace.")
     }
 }
 

@@ -77,6 +77,7 @@ impl Printer {
 pub async fn watch(
     client: &Client,
     args: &GetArgs,
+    namespace: &str,
     targets: &[(&'static ResourceInfo, Option<String>)],
     format: Format,
 ) -> anyhow::Result<()> {
@@ -100,7 +101,7 @@ pub async fn watch(
         writer: TabWriter::default(),
         header_printed: false,
     };
-    let path = list_path(args, info, field_selector.as_deref());
+    let path = list_path(args, namespace, info, field_selector.as_deref());
     let (found, mut resource_version) = if printer.as_table() {
         let table = client.get_table(&path).await?;
         printer.print_table(&table);

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use minik_api::core::Pod;
 use minik_client::{Api, LogParams};
 
-use super::resources::ClientFlags;
+use super::resources::GlobalFlags;
 
 /// Flags of `minik logs`.
 #[derive(clap::Args, Debug)]
@@ -35,18 +35,16 @@ pub struct LogsArgs {
     /// Prefix each line with its timestamp.
     #[arg(long)]
     pub timestamps: bool,
-    #[command(flatten)]
-    pub flags: ClientFlags,
 }
 
 /// Runs `minik logs`.
-pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
+pub async fn logs(args: LogsArgs, flags: &GlobalFlags) -> anyhow::Result<()> {
     let name = match args.pod.split_once('/') {
         Some(("pod" | "pods" | "po", name)) => name.to_string(),
         Some((kind, _)) => bail!("cannot get the logs of a {kind}: only pods have logs in minik"),
         None => args.pod.clone(),
     };
-    let pods: Api<Pod> = Api::namespaced(args.flags.client()?, &args.flags.namespace);
+    let pods: Api<Pod> = Api::namespaced(flags.client()?, flags.namespace());
     let container = match args.container.clone() {
         Some(container) => container,
         None => default_container(&pods.get(&name).await?)?,

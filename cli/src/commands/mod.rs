@@ -3,7 +3,8 @@
 //! Kubernetes counterpart: kubectl's command tree (`staging/src/k8s.io/kubectl/pkg/cmd/cmd.go`) for
 //! `apply`, `get`, `delete`, `describe`, `logs`, and the component binaries (`cmd/kube-*`) for
 //! `apiserver`, `scheduler`, `kubelet`, `endpoint-controller`, `proxy`. `up`, `down`, `status` run a
-//! whole cluster on the laptop (like `kind`), `demo` replays the seeds' experiments.
+//! whole cluster on the laptop (like `kind`, through `minik-cluster`), `demo` replays the seeds'
+//! experiments and `bench` measures minik (both in `minik-lab`; here only their flags).
 
 pub mod apply;
 pub mod bench;
@@ -26,6 +27,9 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "minik", version, propagate_version = true)]
 pub struct Cli {
+    /// `-n`, `-s/--server`, `--kubeconfig`, `--context`, `-o`: before or after the verb.
+    #[command(flatten)]
+    pub flags: resources::GlobalFlags,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -69,13 +73,14 @@ pub enum Command {
 
 /// Runs the parsed command.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let flags = &cli.flags;
     match cli.command {
-        Command::Apply(args) => apply::apply(args).await,
-        Command::Get(args) => get::get(args).await,
-        Command::Delete(args) => delete::delete(args).await,
-        Command::Describe(args) => describe::describe(args).await,
-        Command::Logs(args) => logs::logs(args).await,
-        Command::Version(args) => version::version(args).await,
+        Command::Apply(args) => apply::apply(args, flags).await,
+        Command::Get(args) => get::get(args, flags).await,
+        Command::Delete(args) => delete::delete(args, flags).await,
+        Command::Describe(args) => describe::describe(args, flags).await,
+        Command::Logs(args) => logs::logs(args, flags).await,
+        Command::Version(args) => version::version(args, flags).await,
         Command::Up(args) => up::up(args).await,
         Command::Down(args) => down::down(args).await,
         Command::Status(args) => status::status(args).await,

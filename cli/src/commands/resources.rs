@@ -1,8 +1,10 @@
-//! What the verbs share: the client flags, kind names → paths, and `TYPE/NAME` arguments.
+//! What the verbs share: the global flags, kind names → paths, and `TYPE/NAME` arguments.
 //!
 //! Kubernetes counterpart: kubectl's `ConfigFlags` (`--server`, `-n`) and its RESTMapper, which
 //! turns `po`, `pods` or `Pod` into the resource and the URL (`staging/src/k8s.io/cli-runtime/pkg/resource/mapper.go`).
 //! minik's mapper is the static table in `minik_api::resource` (no discovery round trip).
+
+use std::path::PathBuf;
 
 use anyhow::{anyhow, bail};
 
@@ -11,21 +13,46 @@ use minik_client::Client;
 
 use crate::config::resolve_server;
 
-/// The flags every verb that talks to the apiserver takes.
-#[derive(clap::Args, Clone, Debug)]
-pub struct ClientFlags {
-    /// The apiserver (else $MINIK_SERVER, else the `minik` kubeconfig context, else http://127.0.0.1:6443).
-    #[arg(long, short = 's')]
+/// kubectl's global flags: accepted before or after the verb (`minik -n kube-system get pods`,
+/// `minik get pods -n kube-system`), as kubectl's persistent flags on its root command. A verb that
+/// has no use for one (`minik up -n x`) ignores it, as kubectl does.
+#[derive(clap::Args, Clone, Debug, Default, PartialEq)]
+pub struct GlobalFlags {
+    /// The apiserver (else --kubeconfig's context, else $MINIK_SERVER, else the `minik` context of
+    /// $KUBECONFIG or ~/.kube/config, else http://127.0.0.1:6443).
+    #[arg(long, short = 's', global = true, value_name = "URL")]
     pub server: Option<String>,
-    /// The namespace of the objects.
-    #[arg(long, short = 'n', default_value = "default")]
-    pub namespace: String,
+    /// The kubeconfig file to read the server from (instead of $KUBECONFIG or ~/.kube/config).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use [default: minik].
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// The namespace of the objects [default: default].
+    #[arg(long, short = 'n', global = true)]
+    pub namespace: Option<String>,
+    /// Output format (`get`: wide, json, yaml or name).
+    #[arg(long, short = 'o', global = true)]
+    pub output: Option<String>,
 }
 
-impl ClientFlags {
-    /// A client for the resolved server.
+impl GlobalFlags {
+    /// `-n`, else `default` (an empty `-n ""` counts as absent, as kubectl's does).
+    pub fn namespace(&self) -> &str {
+        self.namespace
+            .as_deref()
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or("default")
+    }
+
+    /// A client for the resolved server (`config.rs` has the order).
     pub fn client(&self) -> anyhow::Result<Client> {
-        Ok(Client::new(&resolve_server(self.server.as_deref()))?)
+        let server = resolve_server(
+            self.server.as_deref(),
+            self.kubeconfig.as_deref(),
+            self.context.as_deref(),
+        )?;
+        Ok(Client::new(&server)?)
     }
 }
 
@@ -166,5 +193,121 @@ mod tests {
             "/api/v1/nodes/node-1"
         );
         assert_eq!(collection_path(kind("po").unwrap(), None), "/api/v1/pods");
+    }
+
+    /// Parses a command line as `main` does.
+    fn parse(line: &str) -> crate::commands::Cli {
+        use clap::Parser;
+        let args = std::iter::once("minik").chain(line.split_whitespace());
+        crate::commands::Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{line}: {e}"))
+    }
+
+    /// The global flags and the `get` positionals of a line.
+    fn get_line(line: &str) -> (GlobalFlags, Vec<String>) {
+        let cli = parse(line);
+        match cli.command {
+            crate::commands::Command::Get(get) => (cli.flags, get.args),
+            other => panic!("{line}: parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        crate::commands::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_flags_parse_before_and_after_the_verb() {
+        let expected = GlobalFlags {
+            server: Some("http://127.0.0.1:7".into()),
+            kubeconfig: Some(PathBuf::from("/tmp/kc")),
+            context: Some("lab".into()),
+            namespace: Some("kube-system".into()),
+            output: Some("yaml".into()),
+        };
+        let flags =
+            "-n kube-system -s http://127.0.0.1:7 --kubeconfig /tmp/kc --context lab -o yaml";
+        let long = "--namespace kube-system --server=http://127.0.0.1:7 --kubeconfig=/tmp/kc --context=lab --output yaml";
+        for line in [
+            format!("{flags} get pod p"),
+            format!("get pod p {flags}"),
+            format!("get {flags} pod p"),
+            format!("{long} get pod p"),
+            format!("get pod p {long}"),
+        ] {
+            let (global, args) = get_line(&line);
+            assert_eq!(global, expected, "{line}");
+            assert_eq!(args, ["pod", "p"], "{line}");
+        }
+    }
+
+    #[test]
+    fn each_global_flag_alone_in_either_place() {
+        type Read = fn(&GlobalFlags) -> Option<String>;
+        let cases: [(&str, Read); 5] = [
+            ("-n ns", |f| Some(f.namespace().to_string())),
+            ("--namespace ns", |f| Some(f.namespace().to_string())),
+            ("-s ns", |f| f.server.clone()),
+            ("--kubeconfig ns", |f| {
+                f.kubeconfig.as_ref().map(|p| p.display().to_string())
+            }),
+            ("-o ns", |f| f.output.clone()),
+        ];
+        for (flag, read) in cases {
+            for line in [format!("{flag} get pods"), format!("get pods {flag}")] {
+                let (global, args) = get_line(&line);
+                assert_eq!(read(&global).as_deref(), Some("ns"), "{line}");
+                assert_eq!(args, ["pods"], "{line}");
+            }
+        }
+        let (global, _) = get_line("get pods");
+        assert_eq!(
+            (global.namespace(), global.output.as_deref()),
+            ("default", None)
+        );
+        assert_eq!(get_line("-n= get pods").0.namespace(), "default");
+    }
+
+    #[test]
+    fn the_flags_reach_every_verb_and_are_ignored_where_they_do_not_apply() {
+        use crate::commands::Command;
+        let cli = parse("-n kube-system -s http://127.0.0.1:7 apply -f x.yaml");
+        assert!(matches!(cli.command, Command::Apply(ref a) if a.filenames == ["x.yaml"]));
+        assert_eq!(cli.flags.namespace(), "kube-system");
+        assert!(matches!(parse("-n x up").command, Command::Up(_)));
+        assert!(matches!(parse("up --nodes 2 -n x").command, Command::Up(_)));
+        assert!(matches!(
+            parse("-n x logs web -c main").command,
+            Command::Logs(_)
+        ));
+        assert!(matches!(
+            parse("-o json delete pod web").command,
+            Command::Delete(_)
+        ));
+        // `status` has its own `-o`; given before the verb it still reaches it.
+        match parse("-o json status").command {
+            Command::Status(status) => assert_eq!(status.output.as_deref(), Some("json")),
+            other => panic!("parsed as {other:?}"),
+        }
+        // The components' own `--server` takes the global one's value.
+        match parse("--server http://127.0.0.1:7 scheduler").command {
+            Command::Scheduler(args) => assert_eq!(args.server, "http://127.0.0.1:7"),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_global_flag_without_its_value_is_a_usage_error() {
+        use clap::Parser;
+        for line in [
+            ["minik", "get", "pods", "-n"],
+            ["minik", "-s", "get", "pods"],
+        ] {
+            assert!(
+                crate::commands::Cli::try_parse_from(line).is_err(),
+                "{line:?}"
+            );
+        }
     }
 }

@@ -6,7 +6,7 @@
 use reqwest::Method;
 use serde_json::Value;
 
-use super::resources::ClientFlags;
+use super::resources::GlobalFlags;
 
 /// Flags of `minik version`.
 #[derive(clap::Args, Debug)]
@@ -14,18 +14,15 @@ pub struct VersionArgs {
     /// Print only the client version (no server round trip).
     #[arg(long)]
     pub client: bool,
-    #[command(flatten)]
-    pub flags: ClientFlags,
 }
 
 /// Runs `minik version`.
-pub async fn version(args: VersionArgs) -> anyhow::Result<()> {
+pub async fn version(args: VersionArgs, flags: &GlobalFlags) -> anyhow::Result<()> {
     println!("Client Version: v{}-minik", env!("CARGO_PKG_VERSION"));
     if args.client {
         return Ok(());
     }
-    let info = args
-        .flags
+    let info = flags
         .client()?
         .request_json(Method::GET, "/version", None)
         .await?;

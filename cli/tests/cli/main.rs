@@ -6,10 +6,10 @@ mod apply;
 mod delete;
 mod errors;
 mod get;
+mod global_flags;
 mod watcher;
 
 use std::process::Output;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
@@ -32,16 +32,12 @@ impl Server {
     /// Starts an apiserver whose watch history keeps only the last `window` events.
     pub async fn start_with_window(window: usize) -> Server {
         let data = tempfile::tempdir().expect("temp dir");
-        let storage = minik_apiserver::storage::sled::SledStorage::open(data.path(), window)
-            .expect("open storage");
+        let backend =
+            minik_apiserver::StorageBackend::sled(data.path(), window).expect("open storage");
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let shutdown = CancellationToken::new();
-        tokio::spawn(minik_apiserver::serve(
-            listener,
-            Arc::new(storage),
-            shutdown.clone(),
-        ));
+        tokio::spawn(minik_apiserver::serve(listener, backend, shutdown.clone()));
         let client = minik_client::Client::new(&url).expect("client");
         Server {
             url,

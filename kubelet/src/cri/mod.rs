@@ -7,7 +7,7 @@
 //! as containerd-shim or conmon do), and "stop" is split into its two signals so that the kubelet's
 //! pod worker, not the runtime, owns the termination clock (preStop, SIGTERM, grace, SIGKILL).
 //!
-//! Implementations: `process.rs` (real processes) and `fake.rs` (in memory, for unit tests).
+//! Implementations: `process/` (real processes) and `fake.rs` (in memory, for unit tests).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

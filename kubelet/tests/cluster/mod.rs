@@ -6,7 +6,6 @@
 
 #![allow(dead_code)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -115,7 +114,7 @@ pub fn kubelet_config(
 pub async fn start_apiserver(
     shutdown: &CancellationToken,
 ) -> (String, tokio::task::JoinHandle<minik_apiserver::Result<()>>) {
-    let storage = Arc::new(minik_apiserver::storage::memory::MemoryStorage::new(10_000));
+    let backend = minik_apiserver::StorageBackend::memory(10_000);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -124,7 +123,7 @@ pub async fn start_apiserver(
         server,
         tokio::spawn(minik_apiserver::serve(
             listener,
-            storage,
+            backend,
             shutdown.child_token(),
         )),
     )

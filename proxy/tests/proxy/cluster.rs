@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use minik_api::core::{Endpoints, Event, Service};
-use minik_apiserver::storage::memory::MemoryStorage;
 use minik_client::{Api, Client, DeleteParams, ListParams};
 use minik_proxy::state::ProxyState;
 use minik_proxy::Config;
@@ -21,8 +20,8 @@ async fn start_apiserver(shutdown: CancellationToken) -> String {
         .await
         .expect("bind apiserver");
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let storage = Arc::new(MemoryStorage::new(1000));
-    tokio::spawn(minik_apiserver::serve(listener, storage, shutdown));
+    let backend = minik_apiserver::StorageBackend::memory(1000);
+    tokio::spawn(minik_apiserver::serve(listener, backend, shutdown));
     url
 }
 

@@ -22,7 +22,7 @@ use serde_json::Value;
 use minik_api::core::Event;
 use minik_client::Client;
 
-use super::resources::{kind, object_path, with_query, ClientFlags};
+use super::resources::{kind, object_path, with_query, GlobalFlags};
 use crate::printers::cluster::event_last_seen;
 use crate::printers::duration::{age, human_duration};
 
@@ -33,12 +33,10 @@ pub struct DescribeArgs {
     pub kind: String,
     /// The object's name.
     pub name: Option<String>,
-    #[command(flatten)]
-    pub flags: ClientFlags,
 }
 
 /// Runs `minik describe`.
-pub async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
+pub async fn describe(args: DescribeArgs, flags: &GlobalFlags) -> anyhow::Result<()> {
     let (kind_name, name) = match args.kind.split_once('/') {
         Some((kind_name, name)) => (kind_name.to_string(), name.to_string()),
         None => match &args.name {
@@ -47,11 +45,11 @@ pub async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
         },
     };
     let info = kind(&kind_name)?;
-    let client = args.flags.client()?;
+    let client = flags.client()?;
     let object = client
         .request_json(
             Method::GET,
-            &object_path(info, &args.flags.namespace, &name),
+            &object_path(info, flags.namespace(), &name),
             None,
         )
         .await?;
@@ -59,7 +57,7 @@ pub async fn describe(args: DescribeArgs) -> anyhow::Result<()> {
     match info.kind {
         "Pod" => pod::describe(&mut out, &serde_json::from_value(object.clone())?),
         "Service" => {
-            let endpoints_path = object_path(kind("endpoints")?, &args.flags.namespace, &name);
+            let endpoints_path = object_path(kind("endpoints")?, flags.namespace(), &name);
             let endpoints = client
                 .request_json(Method::GET, &endpoints_path, None)
                 .await

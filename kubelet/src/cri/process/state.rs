@@ -1,6 +1,6 @@
 //! The containers' state and how it changes: adopting a container directory left by an earlier
 //! runtime, and watching shims end (a pidfd on an adopted shim; our own shims are awaited by
-//! their reaper task in `process.rs`). The one place a running container becomes exited is
+//! their reaper task in `mod.rs`). The one place a running container becomes exited is
 //! [`ProcessRuntime::shim_ended`], which reads the shim's `exit.json` once.
 //!
 //! Kubernetes counterpart: containerd's shim exit events (`TaskExit`) that update the CRI

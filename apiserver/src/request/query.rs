@@ -1,0 +1,133 @@
+//! The query of a request: its parameters, and the list/watch options among them.
+//!
+//! Kubernetes counterpart: the query decoding of `metav1.ListOptions` and `metav1.DeleteOptions`
+//! (`k8s.io/apimachinery/pkg/apis/meta/v1/conversion.go`, `runtime.NewParameterCodec`). Real
+//! clients are sloppy in ways the server must accept (docs/real-clients.md#must-haves): kube-rs sends
+//! `?&labelSelector=…`, Python sends DeleteOptions as query parameters, `watch` may be
+//! `true` or `1`. minik decodes the query into pairs once and reads what each verb needs.
+
+use minik_api::selector::{FieldSelector, LabelSelector};
+
+use crate::error::{ApiError, ApiResult};
+
+/// The query string as name/value pairs (repeated names keep their first value).
+#[derive(Clone, Debug, Default)]
+pub struct Params {
+    pairs: Vec<(String, String)>,
+}
+
+impl Params {
+    /// Wraps decoded pairs.
+    pub fn new(pairs: Vec<(String, String)>) -> Self {
+        Params { pairs }
+    }
+
+    /// The value of a parameter, if present.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A boolean parameter: `true`/`1` (Kubernetes accepts both for `watch`).
+    pub fn flag(&self, name: &str) -> bool {
+        matches!(self.get(name), Some("true" | "1" | "True"))
+    }
+
+    /// An integer parameter; a malformed one is a 400.
+    pub fn int(&self, name: &str) -> ApiResult<Option<i64>> {
+        match self.get(name).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(text) => text.parse().map(Some).map_err(|_| {
+                ApiError::bad_request(format!(
+                    "invalid value for query parameter {name}: {text:?} is not an integer"
+                ))
+            }),
+        }
+    }
+
+    /// `dryRun=All`: validate and answer, but store nothing.
+    pub fn dry_run(&self) -> bool {
+        self.get("dryRun").is_some_and(|v| v == "All")
+    }
+}
+
+/// The list/watch options of `metav1.ListOptions` that minik honours.
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// `labelSelector`.
+    pub labels: LabelSelector,
+    /// `fieldSelector`.
+    pub fields: FieldSelector,
+    /// `watch=true|1`.
+    pub watch: bool,
+    /// `resourceVersion` (list: ignored, current state served; watch: the start point).
+    pub resource_version: Option<String>,
+    /// `limit` (0 or absent: everything).
+    pub limit: Option<usize>,
+    /// `continue`.
+    pub continue_token: Option<String>,
+    /// `timeoutSeconds` for watches.
+    pub timeout_seconds: Option<u64>,
+    /// `allowWatchBookmarks`.
+    pub bookmarks: bool,
+    /// `sendInitialEvents` (streaming list).
+    pub send_initial_events: bool,
+}
+
+impl ListOptions {
+    /// Reads the options from the query; a bad selector or number is a 400.
+    pub fn parse(params: &Params) -> ApiResult<Self> {
+        let labels = LabelSelector::parse(params.get("labelSelector").unwrap_or(""))
+            .map_err(|e| ApiError::bad_request(format!("unable to parse labelSelector: {e}")))?;
+        let fields = FieldSelector::parse(params.get("fieldSelector").unwrap_or(""))
+            .map_err(|e| ApiError::bad_request(format!("unable to parse fieldSelector: {e}")))?;
+        let non_negative = |name: &str| -> ApiResult<Option<u64>> {
+            match params.int(name)? {
+                Some(n) if n < 0 => Err(ApiError::bad_request(format!(
+                    "{name} must not be negative"
+                ))),
+                other => Ok(other.map(|n| n as u64)),
+            }
+        };
+        Ok(ListOptions {
+            labels,
+            fields,
+            watch: params.flag("watch"),
+            resource_version: params
+                .get("resourceVersion")
+                .filter(|v| !v.is_empty())
+                .map(str::to_string),
+            limit: non_negative("limit")?
+                .filter(|n| *n > 0)
+                .map(|n| n as usize),
+            continue_token: params
+                .get("continue")
+                .filter(|v| !v.is_empty())
+                .map(str::to_string),
+            timeout_seconds: non_negative("timeoutSeconds")?,
+            bookmarks: params.flag("allowWatchBookmarks"),
+            send_initial_events: params.flag("sendInitialEvents"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_options_read_kube_rs_style_queries() {
+        let params = Params::new(vec![
+            ("labelSelector".into(), "app=web".into()),
+            ("watch".into(), "1".into()),
+            ("timeoutSeconds".into(), "290".into()),
+        ]);
+        let options = ListOptions::parse(&params).unwrap();
+        assert!(options.watch);
+        assert_eq!(options.timeout_seconds, Some(290));
+        let bad = Params::new(vec![("limit".into(), "x".into())]);
+        assert_eq!(ListOptions::parse(&bad).unwrap_err().code(), 400);
+    }
+}

@@ -1,0 +1,56 @@
+//! `minik bench`: the flags of the benchmark; the harness itself is `minik_lab::bench`.
+//!
+//! Kubernetes counterpart: none in kubectl (see `lab/src/bench/mod.rs` for perf-tests and
+//! scheduler_perf). This file only parses the flags into a [`minik_lab::bench::BenchOptions`].
+
+use std::path::PathBuf;
+
+use minik_lab::bench::{BenchOptions, Format};
+
+/// Flags of `minik bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// A smoke run: small sizes, short windows (CI runs this in a debug build).
+    #[arg(long)]
+    pub quick: bool,
+    /// `table` (default), `json` (for scripts) or `markdown` (the table of BENCHMARKS.md).
+    #[arg(long, short = 'o', default_value = "table", value_parser = ["table", "json", "markdown"])]
+    pub output: String,
+    /// Run only these sections (comma separated): footprint, pods, endpoints, proxy, api, watch,
+    /// scheduling. The cold start always runs, since it starts the cluster.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Keep the cluster's data here instead of a temp dir (its filesystem decides fsync cost).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Real nodes (kubelets) in the bench cluster; pods of the measurements that run real
+    /// processes spread over them.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=254))]
+    pub nodes: u8,
+}
+
+/// Runs the whole benchmark and prints the report.
+pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    let format = match args.output.as_str() {
+        "json" => Format::Json,
+        "markdown" => Format::Markdown,
+        _ => Format::Table,
+    };
+    let options = BenchOptions {
+        quick: args.quick,
+        format,
+        only: args.only,
+        data_dir: args.data_dir,
+        nodes: args.nodes,
+        command: command_line(),
+    };
+    minik_lab::bench::run(options)
+        .await
+        .map_err(crate::output::from_lab)
+}
+
+/// The command that reproduces this run, for BENCHMARKS.md.
+fn command_line() -> String {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    format!("minik {}", args.join(" "))
+}

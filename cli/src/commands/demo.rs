@@ -1,0 +1,93 @@
+//! `minik demo`: the flags of the guided tour; the tour itself is `minik_lab::demo`.
+//!
+//! Kubernetes counterpart: none (see `lab/src/demo/mod.rs`). This file only parses the flags into
+//! a [`minik_lab::demo::DemoOptions`] and runs it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use minik_lab::demo::DemoOptions;
+
+/// `minik demo [create|race|hooks]`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Which part to run; all three when left out.
+    #[arg(value_enum)]
+    pub part: Option<Part>,
+    /// Use a running cluster instead of starting a private one.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// `text` (narrated) or `json` (the results, for scripts and tests).
+    #[arg(long, short = 'o', default_value = "text")]
+    pub output: String,
+    /// Shorter durations and a lighter load (for CI): the same experiments, scaled down.
+    #[arg(long)]
+    pub quick: bool,
+    /// Where to write the HTML report (default: a file in the system's temp directory).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Replicas behind the race's Service.
+    #[arg(long, default_value_t = 3)]
+    pub replicas: usize,
+    /// Requests per second during the race.
+    #[arg(long, default_value_t = 200)]
+    pub rate: u32,
+    /// How late the proxy applies endpoint changes in the race (the slow consumer).
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    pub sync_delay: Duration,
+    /// The hooks part's postStart duration.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub post_start: Duration,
+    /// The preStop sleep of the hooks part and of the race's second variant (default: 3 s for
+    /// hooks, the sync delay + 1 s for the race).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub pre_stop: Option<Duration>,
+    /// The hooks part's terminationGracePeriodSeconds (whole seconds).
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    pub grace: Duration,
+    /// How long the hooks part's app takes to exit after SIGTERM.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub shutdown: Duration,
+}
+
+/// The demo's parts.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// A pod's creation, step by step.
+    Create,
+    /// The deletion race, without and with preStop.
+    Race,
+    /// Hooks and grace periods, predicted and measured.
+    Hooks,
+}
+
+impl From<Part> for minik_lab::demo::Part {
+    fn from(part: Part) -> Self {
+        match part {
+            Part::Create => minik_lab::demo::Part::Create,
+            Part::Race => minik_lab::demo::Part::Race,
+            Part::Hooks => minik_lab::demo::Part::Hooks,
+        }
+    }
+}
+
+/// Runs the demo.
+pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
+    let options = DemoOptions {
+        part: args.part.map(Into::into),
+        server: args.server,
+        json: args.output == "json",
+        quick: args.quick,
+        report: args.report,
+        replicas: args.replicas,
+        rate: args.rate,
+        sync_delay: args.sync_delay,
+        post_start: args.post_start,
+        pre_stop: args.pre_stop,
+        grace: args.grace,
+        shutdown: args.shutdown,
+    };
+    minik_lab::demo::run(options)
+        .await
+        .map_err(crate::output::from_lab)
+}

@@ -1,0 +1,525 @@
+//! `minik shim`: the small supervisor that sits between the kubelet and one container's process.
+//!
+//! Kubernetes counterpart: not the kubelet itself but the runtime below it — containerd's
+//! `containerd-shim-runc-v2` (`containerd/containerd:cmd/containerd-shim-runc-v2`) and CRI-O's
+//! `conmon`. A shim exists so that the container does not depend on the manager: the kubelet (or
+//! containerd) can crash or restart, the shim keeps holding the container's stdio, reaps it, and
+//! records its exit status in a file the next manager reads.
+//!
+//! Invocation (the kubelet's `ProcessRuntime` runs it; `args` are what follows the word `shim`):
+//!
+//! ```text
+//! minik shim --state DIR --log FILE -- ARGV0 [ARGS…]
+//! ```
+//!
+//! - `DIR/config.json` (written by the runtime before the shim starts) carries the environment and
+//!   the working directory, so secrets in env never appear on a command line.
+//! - The shim calls `setsid()` (its own session: a Ctrl-C aimed at `minik up` or a `kill -9` of the
+//!   kubelet does not reach it) and `PR_SET_CHILD_SUBREAPER` (orphans of the container are
+//!   re-parented to the shim instead of init, so it can reap and kill them).
+//! - It spawns the container in its own process group (`process_group(0)`), with exactly the given
+//!   environment, stdin `/dev/null`, stdout/stderr piped into `FILE` in CRI log format
+//!   (`2026-11-22T02:30:00.123456789Z stdout F line`).
+//! - It writes `DIR/started.json` (pid and `/proc` start time, so a later kubelet can tell "our"
+//!   process from a recycled pid), then prints one JSON handshake line on its stdout
+//!   (`{"started":{…}}` or `{"failed":{…}}`) and detaches stdout and stderr.
+//! - Its stderr, until the handshake, is a pipe the runtime reads if no handshake comes. After
+//!   it, anything the shim has to say goes to `DIR/shim.log`, created only then: a container that
+//!   starts and ends normally costs no file for it (files are created on the start path, see
+//!   `cri/process/`).
+//! - It reaps every child until the container's main process exits, then SIGKILLs every remaining
+//!   descendant (also ones that called `setsid()`: they are still below the subreaper) until none
+//!   is left, writes `DIR/exit.json` (`exit_code` = 128 + N after signal N) and exits 0.
+//! - If the program cannot be started it writes `exit.json` with exit code 127 (not found),
+//!   126 (not executable) or 128 (anything else) and a `message`, and exits with that code.
+//!
+//! The kubelet never signals the shim: it signals the container's process group (`pid` in
+//! `DIR/started.json`).
+//! If the shim itself is SIGKILLed, the exit status is lost (as with containerd, #6570): the runtime
+//! then kills the orphaned group and reports exit code 255.
+//!
+//! minik simplifies: no TTY, no stdin, no log rotation, no OOM detection, no cgroups.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use jiff::Timestamp;
+use nix::errno::Errno;
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use crate::cri::ContainerConfig;
+
+mod log;
+mod procfs;
+
+pub use log::{cri_log_record, rfc3339_nanos};
+use log::{open_log, spawn_copier};
+pub use procfs::{descendants, parse_proc_stat, proc_stat, ProcStat};
+
+/// `DIR/config.json`: the container's config, written by the runtime.
+pub const CONFIG_FILE: &str = "config.json";
+/// `DIR/started.json`: a [`StartedRecord`], written by the shim once the process runs.
+pub const STARTED_FILE: &str = "started.json";
+/// `DIR/exit.json`: an [`ExitRecord`], written by the shim after everything is reaped.
+pub const EXIT_FILE: &str = "exit.json";
+/// `DIR/shim.log`: what the shim had to say after its handshake (absent if nothing).
+pub const SHIM_LOG_FILE: &str = "shim.log";
+
+/// [`ContainerConfig`] as stored in `config.json` (the runtime reads it back after a restart).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct StoredConfig {
+    pub pod_uid: String,
+    pub pod_key: String,
+    pub name: String,
+    /// Absent in a config written before minik recorded it: "" means unknown.
+    #[serde(default)]
+    pub image: String,
+    pub attempt: u32,
+    pub argv: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub working_dir: Option<PathBuf>,
+    pub log_path: PathBuf,
+}
+
+impl From<&ContainerConfig> for StoredConfig {
+    fn from(c: &ContainerConfig) -> Self {
+        StoredConfig {
+            pod_uid: c.pod_uid.clone(),
+            pod_key: c.pod_key.clone(),
+            name: c.name.clone(),
+            image: c.image.clone(),
+            attempt: c.attempt,
+            argv: c.argv.clone(),
+            env: c.env.clone(),
+            working_dir: c.working_dir.clone(),
+            log_path: c.log_path.clone(),
+        }
+    }
+}
+
+impl From<StoredConfig> for ContainerConfig {
+    fn from(c: StoredConfig) -> Self {
+        ContainerConfig {
+            pod_uid: c.pod_uid,
+            pod_key: c.pod_key,
+            name: c.name,
+            image: c.image,
+            attempt: c.attempt,
+            argv: c.argv,
+            env: c.env,
+            working_dir: c.working_dir,
+            log_path: c.log_path,
+        }
+    }
+}
+
+/// `started.json`: who runs, so a restarted kubelet can re-adopt it without trusting a bare pid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StartedRecord {
+    /// The container's main process (and process group) id.
+    pub pid: u32,
+    /// Its start time in clock ticks since boot (`/proc/PID/stat` field 22).
+    pub start_ticks: u64,
+    /// The shim's pid, and its start time, for the same check.
+    pub shim_pid: u32,
+    pub shim_start_ticks: u64,
+    /// Wall-clock start.
+    pub started_at: Timestamp,
+}
+
+/// `exit.json`: how the container ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExitRecord {
+    /// Exit code; 128 + N after death by signal N; 126/127/128 when it could not start.
+    pub exit_code: i32,
+    pub started_at: Timestamp,
+    pub finished_at: Timestamp,
+    /// Why it could not start, or why the status is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The one line the shim prints on stdout for the runtime waiting on it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Handshake {
+    Started(StartedRecord),
+    Failed(ExitRecord),
+}
+
+/// Parsed command line of the shim.
+#[derive(Debug, PartialEq)]
+struct Options {
+    state_dir: PathBuf,
+    log_path: PathBuf,
+    argv: Vec<String>,
+}
+
+const USAGE: &str = "usage: minik shim --state DIR --log FILE -- ARGV0 [ARGS...]";
+
+/// Set when the handshake is out: the state directory, whose `shim.log` then takes the shim's
+/// messages (its stderr is `/dev/null` from that moment; see [`note`]).
+static HANDSHAKE_SENT: OnceLock<PathBuf> = OnceLock::new();
+
+/// Entry point of `minik shim …`. `args` are the arguments after the word `shim` (a leading
+/// `"shim"` is tolerated). Returns the process exit code.
+pub fn main(args: Vec<String>) -> i32 {
+    let opts = match parse_args(&args) {
+        Ok(opts) => opts,
+        Err(message) => {
+            eprintln!("minik shim: {message}\n{USAGE}");
+            return 2;
+        }
+    };
+    // A panic after the handshake would otherwise go to /dev/null with the rest of stderr.
+    std::panic::set_hook(Box::new(|info| note(&format!("minik shim: {info}"))));
+    match supervise(&opts) {
+        Ok(code) => code,
+        Err(err) => {
+            note(&format!("minik shim: {err}"));
+            1
+        }
+    }
+}
+
+fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut rest = args.iter().skip_while(|a| a.as_str() == "shim");
+    let (mut state_dir, mut log_path) = (None, None);
+    loop {
+        match rest.next().map(String::as_str) {
+            Some("--state") => state_dir = rest.next().map(PathBuf::from),
+            Some("--log") => log_path = rest.next().map(PathBuf::from),
+            Some("--") => break,
+            Some(other) => return Err(format!("unexpected argument {other:?}")),
+            None => return Err("missing `-- ARGV`".into()),
+        }
+    }
+    let argv: Vec<String> = rest.cloned().collect();
+    if argv.is_empty() {
+        return Err("empty ARGV".into());
+    }
+    Ok(Options {
+        state_dir: state_dir.ok_or("missing --state DIR")?,
+        log_path: log_path.ok_or("missing --log FILE")?,
+        argv,
+    })
+}
+
+/// The shim's whole life: start the container, reap, clean up, record the exit.
+fn supervise(opts: &Options) -> io::Result<i32> {
+    // Relative paths are relative to the kubelet's directory, which the shim leaves in `detach`.
+    let opts = &Options {
+        state_dir: std::path::absolute(&opts.state_dir)?,
+        log_path: std::path::absolute(&opts.log_path)?,
+        argv: opts.argv.clone(),
+    };
+    let mut config: StoredConfig = read_json(&opts.state_dir.join(CONFIG_FILE))?;
+    config.working_dir = config.working_dir.map(std::path::absolute).transpose()?;
+    detach()?;
+    let started_at = Timestamp::now();
+    let log = match open_log(&opts.log_path) {
+        Ok(log) => Arc::new(Mutex::new(log)),
+        Err(err) => {
+            let message = format!("cannot open log file {}: {err}", opts.log_path.display());
+            return report_start_failure(
+                opts,
+                StartFailure {
+                    exit_code: 128,
+                    message,
+                },
+                started_at,
+            );
+        }
+    };
+    let mut child = match spawn_container(opts, &config) {
+        Ok(child) => child,
+        Err(failure) => return report_start_failure(opts, failure, started_at),
+    };
+    let pid = Pid::from_raw(child.id() as i32);
+    if let Err(err) = record_start(opts, child.id(), started_at) {
+        // Nobody could find this process later: do not leave it running.
+        let _ = killpg(pid, Signal::SIGKILL);
+        kill_descendants(pid);
+        let message = format!("cannot write the container state: {err}");
+        return report_start_failure(
+            opts,
+            StartFailure {
+                exit_code: 128,
+                message,
+            },
+            started_at,
+        );
+    }
+
+    let copiers: Vec<_> = [
+        child
+            .stdout
+            .take()
+            .map(|r| spawn_copier(r, "stdout", log.clone())),
+        child
+            .stderr
+            .take()
+            .map(|r| spawn_copier(r, "stderr", log.clone())),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    drop(child); // std's Child does not wait on drop; we reap with waitpid below.
+
+    let exit_code = reap_until_exit(pid)?;
+    let finished_at = Timestamp::now();
+    kill_descendants(pid);
+    for copier in copiers {
+        let _ = copier.join();
+    }
+    let record = ExitRecord {
+        exit_code,
+        started_at,
+        finished_at,
+        message: None,
+    };
+    write_atomic(
+        &opts.state_dir.join(EXIT_FILE),
+        &serde_json::to_vec(&record)?,
+    )?;
+    Ok(0)
+}
+
+/// Makes the shim independent of the kubelet: its own session (no terminal signals, not in the
+/// kubelet's process group, so a Ctrl-C or a `kill -9` of the kubelet does not reach it) and
+/// subreaper of the container's orphans. Signals are left alone on purpose: a blocked or ignored
+/// signal would be inherited by the container across `exec`.
+fn detach() -> io::Result<()> {
+    // Fails only if we already lead a process group, which the runtime never makes us do.
+    let _ = nix::unistd::setsid();
+    nix::sys::prctl::set_child_subreaper(true)?;
+    // Do not keep the kubelet's working directory busy.
+    let _ = std::env::set_current_dir("/");
+    Ok(())
+}
+
+/// Writes `started.json` (the pid is in it), then tells the waiting runtime.
+fn record_start(opts: &Options, pid: u32, started_at: Timestamp) -> io::Result<()> {
+    let me = std::process::id();
+    let started = StartedRecord {
+        pid,
+        start_ticks: proc_stat(pid).map(|s| s.start_ticks).unwrap_or(0),
+        shim_pid: me,
+        shim_start_ticks: proc_stat(me).map(|s| s.start_ticks).unwrap_or(0),
+        started_at,
+    };
+    write_atomic(
+        &opts.state_dir.join(STARTED_FILE),
+        &serde_json::to_vec(&started)?,
+    )?;
+    send_handshake(opts, &Handshake::Started(started));
+    Ok(())
+}
+
+/// Why a container did not start: exit code and a message a user can act on.
+struct StartFailure {
+    exit_code: i32,
+    message: String,
+}
+
+fn spawn_container(
+    opts: &Options,
+    config: &StoredConfig,
+) -> Result<std::process::Child, StartFailure> {
+    let argv0 = &opts.argv[0];
+    let mut cmd = Command::new(argv0);
+    cmd.args(&opts.argv[1..])
+        .env_clear()
+        .envs(&config.env)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(dir) = &config.working_dir {
+        if !dir.is_dir() {
+            let message = format!("working directory {} does not exist", dir.display());
+            return Err(StartFailure {
+                exit_code: 128,
+                message,
+            });
+        }
+        cmd.current_dir(dir);
+    }
+    cmd.spawn().map_err(|err| {
+        let (exit_code, what) = match err.kind() {
+            io::ErrorKind::NotFound if !argv0.contains('/') => {
+                (127, "executable file not found in $PATH".to_string())
+            }
+            io::ErrorKind::NotFound => (127, "no such file or directory".to_string()),
+            io::ErrorKind::PermissionDenied => (126, "permission denied".to_string()),
+            _ => (128, err.to_string()),
+        };
+        StartFailure {
+            exit_code,
+            message: format!("exec: {argv0:?}: {what}"),
+        }
+    })
+}
+
+fn report_start_failure(
+    opts: &Options,
+    failure: StartFailure,
+    started_at: Timestamp,
+) -> io::Result<i32> {
+    note(&format!("minik shim: {}", failure.message));
+    let record = ExitRecord {
+        exit_code: failure.exit_code,
+        started_at,
+        finished_at: Timestamp::now(),
+        message: Some(failure.message),
+    };
+    write_atomic(
+        &opts.state_dir.join(EXIT_FILE),
+        &serde_json::to_vec(&record)?,
+    )?;
+    send_handshake(opts, &Handshake::Failed(record));
+    Ok(failure.exit_code)
+}
+
+/// Prints the handshake line, then points stdout and stderr at /dev/null: the runtime reads one
+/// line only, and the pipes' reader may be gone (kubelet crash) long before the shim ends. Later
+/// messages go to `DIR/shim.log` ([`note`]).
+fn send_handshake(opts: &Options, handshake: &Handshake) {
+    if let Ok(line) = serde_json::to_string(handshake) {
+        let mut out = io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+    let _ = HANDSHAKE_SENT.set(opts.state_dir.clone());
+    if let Ok(null) = File::options().write(true).open("/dev/null") {
+        let _ = nix::unistd::dup2_stdout(&null);
+        let _ = nix::unistd::dup2_stderr(&null);
+    }
+}
+
+/// One line of the shim's own: on stderr (the runtime's pipe) until the handshake, appended to
+/// `DIR/shim.log` after it.
+fn note(line: &str) {
+    let Some(dir) = HANDSHAKE_SENT.get() else {
+        eprintln!("{line}");
+        return;
+    };
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(dir.join(SHIM_LOG_FILE));
+    if let Ok(mut file) = file {
+        let _ = writeln!(file, "{line}");
+    }
+}
+
+/// Reaps every child (orphans re-parented to us included) until the main process exits.
+fn reap_until_exit(main: Pid) -> io::Result<i32> {
+    loop {
+        match waitpid(None::<Pid>, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == main => return Ok(code),
+            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == main => {
+                return Ok(128 + signal as i32)
+            }
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(err) => return Err(err.into()),
+        }
+    }
+}
+
+/// SIGKILLs the container's group and every process still below the shim, reaping as they die,
+/// until no descendant is left. Re-reads /proc each round: a dying parent re-parents its children
+/// to us, and a process may have forked meanwhile.
+fn kill_descendants(main: Pid) {
+    let _ = killpg(main, Signal::SIGKILL);
+    let me = std::process::id();
+    loop {
+        let left = descendants(me);
+        if left.is_empty() {
+            return;
+        }
+        for pid in &left {
+            let _ = kill(Pid::from_raw(*pid as i32), Signal::SIGKILL);
+        }
+        // Block until one of them is reaped, then drain the others that are ready.
+        match waitpid(None::<Pid>, None) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return, // ECHILD: nothing of ours left to wait for
+        }
+        while let Ok(status) = waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
+            if status == WaitStatus::StillAlive {
+                break;
+            }
+        }
+    }
+}
+
+/// Writes `path` atomically: a temporary file in the same directory, then `rename`. A reader (or
+/// a kubelet restarted after `kill -9`) sees the old content or the new, never half of it. No
+/// fsync: the files must survive a process crash, not a power loss.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+    }
+    fs::rename(&tmp, path)
+}
+
+/// Reads a JSON file.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<T> {
+    let bytes = fs::read(path)?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {e}", path.display()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn parse_args_reads_state_log_and_argv() {
+        let opts = parse_args(&strings(&[
+            "shim", "--state", "/s", "--log", "/l", "--", "sleep", "--", "1",
+        ]))
+        .unwrap();
+        assert_eq!(
+            opts,
+            Options {
+                state_dir: "/s".into(),
+                log_path: "/l".into(),
+                argv: strings(&["sleep", "--", "1"])
+            }
+        );
+    }
+
+    #[test]
+    fn parse_args_rejects_missing_parts() {
+        assert!(parse_args(&strings(&["--state", "/s", "--", "x"])).is_err());
+        assert!(parse_args(&strings(&["--state", "/s", "--log", "/l", "--"])).is_err());
+        assert!(parse_args(&strings(&["--bogus"])).is_err());
+    }
+}

@@ -1,0 +1,306 @@
+//! `minik demo race`: deleting a pod races endpoint removal against SIGTERM, and a preStop wait
+//! decides who wins.
+//!
+//! Kubernetes counterpart: the heart of the seeds ("What happens when a Pod is deleted", "Graceful
+//! shutdown in Kubernetes", "Making K8s shutdowns more graceful"). After `kubectl delete pod`, two
+//! branches run in parallel: the endpoint controller drops the pod from the Endpoints (and every
+//! consumer of the Endpoints catches up, some of them late), while the kubelet runs preStop, then
+//! sends SIGTERM. If the process exits before the slowest consumer has stopped sending it traffic,
+//! requests fail. A preStop sleep longer than that lag makes the failures disappear.
+//!
+//! The proxy here stands for the slow external load balancer of seed 003 (docs/seeds.md): it
+//! applies endpoint changes `--sync-delay` late and does not retry a failed dial (`--dial-attempts
+//! 1`). The demo sends a steady load through it, deletes one replica, and counts what failed, once
+//! per variant.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use minik_api::core::{Event, Pod, Service};
+use minik_api::WatchEvent;
+use minik_client::{Api, Client, DeleteParams, ListParams};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use super::load::{self, Outcome};
+use super::manifests::{self, WebPod};
+use super::observe::{self, Observer, Seen};
+use super::timeline::{self, Lane, Timeline};
+
+/// The knobs of the race.
+#[derive(Clone, Debug)]
+pub struct RaceOptions {
+    /// Replicas behind the Service.
+    pub replicas: usize,
+    /// Requests per second through the proxy.
+    pub rate: u32,
+    /// How long the load runs before the delete.
+    pub warmup: Duration,
+    /// The proxy's sync delay (how late the slow consumer is); the cluster must run with it.
+    pub sync_delay: Duration,
+    /// The preStop sleep of the second variant (should be longer than `sync_delay`).
+    pub pre_stop: Duration,
+}
+
+/// One variant's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct Variant {
+    /// `no preStop` or `preStop sleep 3s`.
+    pub name: String,
+    /// Requests sent.
+    pub requests: usize,
+    /// Requests that failed.
+    pub failed: usize,
+    /// When the failed requests were sent, in ms after the delete (first, last).
+    pub failure_window_ms: Option<(f64, f64)>,
+    /// The deletion timeline, relative to the delete.
+    pub timeline: Timeline,
+    /// Every request's outcome, `t_ms` relative to the delete.
+    #[serde(skip)]
+    pub outcomes: Vec<Outcome>,
+}
+
+/// Runs both variants on a Service reachable at `target` (clusterIP:port, or the proxy's fallback).
+pub async fn run(
+    client: &Client,
+    namespace: &str,
+    options: &RaceOptions,
+    narrate: bool,
+) -> crate::Result<Vec<Variant>> {
+    let mut variants = Vec::new();
+    for pre_stop in [None, Some(options.pre_stop)] {
+        let name = match pre_stop {
+            None => "no preStop".to_string(),
+            Some(duration) => format!("preStop sleep {}", humantime::format_duration(duration)),
+        };
+        if narrate {
+            println!("\n  variant: {name}");
+        }
+        let variant = run_variant(client, namespace, options, pre_stop, name, narrate).await?;
+        if narrate {
+            variant.timeline.print();
+        }
+        variants.push(variant);
+    }
+    Ok(variants)
+}
+
+/// One variant: fresh pods and Service, load, delete one replica, gather the timeline.
+async fn run_variant(
+    client: &Client,
+    namespace: &str,
+    options: &RaceOptions,
+    pre_stop: Option<Duration>,
+    name: String,
+    narrate: bool,
+) -> crate::Result<Variant> {
+    let app = if pre_stop.is_some() {
+        "race-prestop"
+    } else {
+        "race-plain"
+    };
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+    let services = Api::<Service>::namespaced(client.clone(), namespace);
+    let mut observer = Observer::start(client, namespace).await?;
+    let service = services.create(&manifests::service(app, app)).await?;
+    let cluster_ip = service
+        .spec
+        .and_then(|spec| spec.cluster_ip)
+        .unwrap_or_default();
+    let target: SocketAddr = format!("{cluster_ip}:{}", manifests::PORT).parse()?;
+    let names: Vec<String> = (1..=options.replicas)
+        .map(|i| format!("{app}-{i}"))
+        .collect();
+    for pod_name in &names {
+        let pod = WebPod {
+            name: pod_name,
+            app,
+            on_sigterm: "exit".into(),
+            post_start: None,
+            pre_stop,
+            grace_seconds: 30,
+        };
+        pods.create(&pod.build()).await?;
+    }
+    wait_until_routed(&mut observer, options.replicas).await?;
+    if narrate {
+        println!(
+            "  {} replicas ready behind {target}; sending {} requests/s",
+            options.replicas, options.rate
+        );
+    }
+
+    // The app's own account of its shutdown, read from its log as it is written.
+    let victim = names[0].clone();
+    let app_log = observe::follow_log(&pods, &victim).await?;
+
+    let started = Instant::now();
+    let stop_load = CancellationToken::new();
+    let load = tokio::spawn(load::run(target, options.rate, started, stop_load.clone()));
+    tokio::time::sleep(options.warmup).await; // Steady load before the delete: a duration, not a synchronization.
+
+    let delete_sent = Timestamp::now();
+    let delete_offset_ms = started.elapsed().as_secs_f64() * 1000.0;
+    pods.delete(&victim, &DeleteParams::default()).await?;
+    let mut timeline = Timeline::new(delete_sent);
+    timeline.add(Lane::Client, "delete sent", delete_sent);
+    timeline.add(
+        Lane::Apiserver,
+        "delete answered (deletionTimestamp set)",
+        Timestamp::now(),
+    );
+
+    let removed_at = wait_until_removed(&mut observer, &victim).await?;
+    // Keep the load on until the slow consumer has surely caught up, and half a second more:
+    // this is how long the experiment measures, not a synchronization.
+    let settle = options
+        .sync_delay
+        .saturating_sub(elapsed_since(delete_sent))
+        + Duration::from_millis(500);
+    tokio::time::sleep(settle).await;
+    stop_load.cancel();
+    let mut outcomes = load.await?;
+    for outcome in &mut outcomes {
+        outcome.t_ms -= delete_offset_ms;
+    }
+
+    add_cluster_events(client, namespace, &victim, app, delete_sent, &mut timeline).await?;
+    for (event, at) in timeline::app_marks(&app_log.await.unwrap_or_default()) {
+        if event != "started" {
+            timeline.add(Lane::Process, format!("app: {event}"), at);
+        }
+    }
+    timeline.add(Lane::Apiserver, "object removed", removed_at);
+    cleanup(&pods, &services, &names[1..], app).await?;
+
+    let failed = outcomes.iter().filter(|outcome| !outcome.ok()).count();
+    Ok(Variant {
+        name,
+        requests: outcomes.len(),
+        failed,
+        failure_window_ms: load::failure_window(&outcomes),
+        timeline,
+        outcomes,
+    })
+}
+
+/// Waits until the proxy has applied an endpoint set with every replica.
+async fn wait_until_routed(observer: &mut Observer, replicas: usize) -> crate::Result<()> {
+    loop {
+        if let Seen::Event(event) = observer
+            .next(Duration::from_secs(60), "the replicas to be routed")
+            .await?
+        {
+            let message = event.message.as_deref().unwrap_or_default();
+            if event.reason.as_deref() == Some("EndpointsApplied")
+                && message.matches(':').count() > replicas
+            {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Waits until the pod object is gone; returns when the watch saw it go.
+async fn wait_until_removed(observer: &mut Observer, pod_name: &str) -> crate::Result<Timestamp> {
+    loop {
+        match observer
+            .next(Duration::from_secs(90), "the deleted pod to be removed")
+            .await?
+        {
+            Seen::Pod(WatchEvent::Deleted(pod), at)
+                if pod.metadata.name.as_deref() == Some(pod_name) =>
+            {
+                return Ok(at)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The Events of the deleted pod and of the Service, turned into marks.
+async fn add_cluster_events(
+    client: &Client,
+    namespace: &str,
+    pod_name: &str,
+    service: &str,
+    since: Timestamp,
+    timeline: &mut Timeline,
+) -> crate::Result<()> {
+    let events = Api::<Event>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default())
+        .await?
+        .items;
+    let relevant: Vec<Event> = events
+        .into_iter()
+        .filter(|event| {
+            let about = event.involved_object.name.as_deref().unwrap_or_default();
+            (about == pod_name || about == service)
+                && timeline::event_time(event).is_some_and(|at| at >= since)
+        })
+        .collect();
+    timeline.add_events(&relevant, |reason, message| {
+        describe(reason, message, pod_name)
+    });
+    Ok(())
+}
+
+/// The mark text of a deletion-time Event.
+fn describe(reason: &str, message: &str, pod_name: &str) -> Option<String> {
+    match reason {
+        "EndpointRemoved" if message.contains(pod_name) => Some("endpoint removed".to_string()),
+        "EndpointsApplied" => Some("proxy applied the new endpoints".to_string()),
+        "PreStopHookStarted" => Some("preStop started".to_string()),
+        "PreStopHookCompleted" => Some(
+            if message.contains("cut short") {
+                "preStop cut short"
+            } else {
+                "preStop finished"
+            }
+            .to_string(),
+        ),
+        "Killing" => Some("SIGTERM sent".to_string()),
+        "Killed" => Some("SIGKILL sent".to_string()),
+        "Exited" => Some(format!(
+            "process exited, code {}",
+            message.rsplit(' ').next().unwrap_or_default()
+        )),
+        _ => None,
+    }
+}
+
+async fn cleanup(
+    pods: &Api<Pod>,
+    services: &Api<Service>,
+    names: &[String],
+    service: &str,
+) -> crate::Result<()> {
+    for pod_name in names {
+        pods.delete(pod_name, &DeleteParams::grace(0)).await?;
+    }
+    services.delete(service, &DeleteParams::default()).await?;
+    Ok(())
+}
+
+fn elapsed_since(at: Timestamp) -> Duration {
+    Duration::from_nanos((Timestamp::now().as_nanosecond() - at.as_nanosecond()).max(0) as u64)
+}
+
+/// Prints the table of variants.
+pub fn print_table(variants: &[Variant]) {
+    println!(
+        "\n  {:<22} {:>9} {:>7}   failures sent between",
+        "VARIANT", "REQUESTS", "FAILED"
+    );
+    for variant in variants {
+        let window = match variant.failure_window_ms {
+            Some((first, last)) => format!("{first:+.0} ms and {last:+.0} ms after the delete"),
+            None => "-".to_string(),
+        };
+        println!(
+            "  {:<22} {:>9} {:>7}   {}",
+            variant.name, variant.requests, variant.failed, window
+        );
+    }
+}
