@@ -64,7 +64,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{any, get};
+use axum::routing::{any, get, post};
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -272,6 +272,15 @@ pub async fn serve_with(
     }
     let (acceptor, security) = security(&options)?;
     store::namespaces::bootstrap_namespaces(storage.as_ref()).await?;
+    if security.enabled() {
+        auth::bootstrap::ensure(storage.as_ref()).await?;
+        tokio::spawn(
+            security
+                .policy
+                .clone()
+                .watch_writes(storage.clone(), shutdown.clone()),
+        );
+    }
     let http = reqwest::Client::builder()
         .no_proxy()
         .build()
@@ -335,6 +344,22 @@ pub fn router(state: AppState) -> Router {
         .route("/apis", get(discovery::api_groups))
         .route("/api/v1", get(discovery::core_v1))
         .route("/apis/{group}/{version}", get(discovery::group_version))
+        .route(
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            post(auth::reviews::self_subject_access_review),
+        )
+        .route(
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            post(auth::reviews::subject_access_review),
+        )
+        .route(
+            "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+            post(auth::reviews::self_subject_rules_review),
+        )
+        .route(
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            post(auth::reviews::self_subject_review),
+        )
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/{*path}", get(openapi::document))
         .route("/api/v1/{*rest}", any(handlers::core_resource))
