@@ -43,6 +43,7 @@ pub mod discovery;
 pub mod error;
 pub mod field_validation;
 pub mod handlers;
+pub mod hygiene;
 pub mod ignored_fields;
 pub mod logs;
 pub mod openapi;
@@ -234,6 +235,8 @@ pub struct ServeOptions {
     pub header_read_timeout: Duration,
     /// Serve HTTPS and authenticate every request (`None`: plain http, no users).
     pub tls: Option<tls::TlsFiles>,
+    /// The most connections open at once; more wait in the listen backlog (slowloris bound).
+    pub max_connections: usize,
     /// The static bearer tokens (only with `tls`).
     pub token_auth_file: Option<PathBuf>,
 }
@@ -245,9 +248,14 @@ impl Default for ServeOptions {
             header_read_timeout: Duration::from_secs(30),
             tls: None,
             token_auth_file: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
+
+/// The default cap on open connections: room for thousands of watches and slow clients. Where the
+/// file limit is lower, accept fails with EMFILE first, which the accept loop survives.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 8192;
 
 /// Serves the API on a bound listener until `shutdown` (tests bind `127.0.0.1:0`).
 pub async fn serve(
@@ -297,6 +305,7 @@ pub async fn serve_with(
         listener,
         router(state),
         acceptor,
+        options.max_connections,
         options.header_read_timeout,
         shutdown,
     )
@@ -372,6 +381,8 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::disable())
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(authentication)
+        // Before authentication, as upstream's CORS filter: browsers and foreign hosts go first.
+        .layer(axum::middleware::from_fn(hygiene::filter))
         // Outermost, so it also rewrites the limit layer's own plain-text 413.
         .layer(axum::middleware::map_response(
             server::plain_errors_as_status,

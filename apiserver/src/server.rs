@@ -10,6 +10,7 @@
 //! the drain completes.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{header, Request, StatusCode};
@@ -21,6 +22,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use minik_api::status;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -39,11 +41,18 @@ pub async fn serve_connections(
     listener: TcpListener,
     app: Router,
     acceptor: Option<TlsAcceptor>,
+    max_connections: usize,
     header_read_timeout: Duration,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let connections = TaskTracker::new();
+    // A connection holds a permit until it closes; at the cap, new clients wait in the backlog.
+    let permits = Arc::new(Semaphore::new(max_connections.max(1)));
     loop {
+        let permit = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            permit = permits.clone().acquire_owned() => permit.expect("never closed"),
+        };
         let (stream, peer) = tokio::select! {
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
@@ -60,6 +69,7 @@ pub async fn serve_connections(
         let acceptor = acceptor.clone();
         let shutdown = shutdown.clone();
         connections.spawn(async move {
+            let _permit = permit;
             let result = match acceptor {
                 None => serve_one(TokioIo::new(stream), app, header_read_timeout, shutdown).await,
                 Some(acceptor) => {
