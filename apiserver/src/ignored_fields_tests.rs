@@ -303,7 +303,12 @@ fn probe(ins: &[&str], path: &str, lists: u32) -> (Value, String) {
 fn every_path_in_the_tables_is_a_field_of_its_kind() {
     // Deserializing into the typed k8s-openapi object reports unknown keys: a bogus key beside the
     // table's field must be the only one, which proves the walk reached it and knew the field.
-    for (kind, table) in [("Pod", POD), ("Service", SERVICE), ("Node", NODE)] {
+    for (kind, table) in [
+        ("Pod", POD),
+        ("Service", SERVICE),
+        ("Node", NODE),
+        ("Deployment", WORKLOAD),
+    ] {
         let mut found = Vec::new();
         targets(table, &[], &mut found);
         assert!(found.len() > 2, "{kind}");
@@ -315,4 +320,33 @@ fn every_path_in_the_tables_is_a_field_of_its_kind() {
             assert!(known, "{kind}: {ins:?} {path} is not a field");
         }
     }
+}
+
+#[test]
+fn workload_templates_warn_like_pods_and_their_defaults_do_not() {
+    for pod in minik_pods() {
+        // A controller's pods always restart (`restartPolicy: Always`, validated).
+        let mut spec = pod["spec"].clone();
+        spec.as_object_mut().map(|s| s.remove("restartPolicy"));
+        let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}}, "spec": spec}}});
+        let stored = crate::registry::workloads::prepare_create_deployment(deployment.clone())
+            .expect("valid deployment");
+        for object in [&deployment, &stored] {
+            assert_eq!(
+                warnings("Deployment", object),
+                Vec::<String>::new(),
+                "{object:#}"
+            );
+        }
+    }
+    let mut host = json!({"spec": {"template": {"spec": {"hostNetwork": true}}}});
+    assert_eq!(
+        warnings("ReplicaSet", &host),
+        ["minik: spec.template.spec.hostNetwork is ignored (the pod gets its own IP)"]
+    );
+    host["spec"]["template"]["spec"]["hostNetwork"] = json!(false);
+    assert!(warnings("Deployment", &host).is_empty());
 }

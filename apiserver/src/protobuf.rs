@@ -7,9 +7,10 @@
 //! POST with `Content-Type: application/vnd.kubernetes.protobuf` whatever the server prefers
 //! (docs/real-clients.md does not list this; found by running them).
 //!
-//! minik decodes only the fields those commands set: a Namespace's and a Service's metadata
-//! (name, generateName, namespace, labels, annotations) and the Service's spec (ports, selector,
-//! type, clusterIP, externalName). The decoded object is JSON, which the rest of the server
+//! minik decodes only the fields those commands set: a Namespace's, a Service's and a
+//! Deployment's metadata (name, generateName, namespace, labels, annotations), the Service's spec
+//! (ports, selector, type, clusterIP, externalName) and the Deployment's replicas, selector and
+//! pod template (containers with their name, image, command, args, ports and env). The decoded object is JSON, which the rest of the server
 //! handles as if the client had sent it. Answers are always JSON (kubectl accepts them).
 
 use serde_json::{json, Map, Value};
@@ -24,7 +25,9 @@ pub enum Error {
     #[error("malformed protobuf body: {0}")]
     Malformed(&'static str),
     /// A kind minik has no protobuf schema for.
-    #[error("protobuf bodies are only accepted for Namespace and Service, not {0:?}; send JSON")]
+    #[error(
+        "protobuf bodies are only accepted for Namespace, Service and Deployment, not {0:?}; send JSON"
+    )]
     Unsupported(String),
 }
 
@@ -33,6 +36,8 @@ pub enum Error {
 enum Field {
     Str(&'static str),
     Int(&'static str),
+    /// A pointer field (`*int32`): present means set, even to 0 (`--replicas=0`).
+    OptInt(&'static str),
     StrMap(&'static str),
     StrList(&'static str),
     Message(&'static str, Schema),
@@ -73,6 +78,41 @@ const SERVICE_PORT: Schema = &[
     (4, Field::IntOrString("targetPort")),
     (5, Field::Int("nodePort")),
 ];
+
+// apps/v1 Deployment, as `kubectl create deployment` fills it: `k8s.io/api/apps/v1/generated.proto`,
+// with the pod template of `core/v1` and the selector of `meta/v1`.
+const DEPLOYMENT: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::Message("spec", DEPLOYMENT_SPEC)),
+];
+const DEPLOYMENT_SPEC: Schema = &[
+    (1, Field::OptInt("replicas")),
+    (2, Field::Message("selector", LABEL_SELECTOR)),
+    (3, Field::Message("template", POD_TEMPLATE_SPEC)),
+];
+const LABEL_SELECTOR: Schema = &[(1, Field::StrMap("matchLabels"))];
+const POD_TEMPLATE_SPEC: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::Message("spec", POD_SPEC)),
+];
+const POD_SPEC: Schema = &[
+    (2, Field::MessageList("containers", CONTAINER)),
+    (3, Field::Str("restartPolicy")),
+];
+const CONTAINER: Schema = &[
+    (1, Field::Str("name")),
+    (2, Field::Str("image")),
+    (3, Field::StrList("command")),
+    (4, Field::StrList("args")),
+    (6, Field::MessageList("ports", CONTAINER_PORT)),
+    (7, Field::MessageList("env", ENV_VAR)),
+];
+const CONTAINER_PORT: Schema = &[
+    (1, Field::Str("name")),
+    (3, Field::Int("containerPort")),
+    (4, Field::Str("protocol")),
+];
+const ENV_VAR: Schema = &[(1, Field::Str("name")), (2, Field::Str("value"))];
 
 /// One raw field: its number and its payload (a varint, or length-delimited bytes).
 enum Raw<'a> {
@@ -148,7 +188,7 @@ fn message(bytes: &[u8], schema: Schema) -> Result<Value, Error> {
             (Field::Str(name), Raw::Bytes(b)) => {
                 object.insert(name.into(), Value::String(text(b)?));
             }
-            (Field::Int(name), Raw::Varint(v)) => {
+            (Field::Int(name) | Field::OptInt(name), Raw::Varint(v)) => {
                 object.insert(name.into(), json!(v as i64 as i32));
             }
             (Field::StrList(name), Raw::Bytes(b)) => {
@@ -227,6 +267,7 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
     let schema = match kind.as_str() {
         "Namespace" => NAMESPACE,
         "Service" => SERVICE,
+        "Deployment" => DEPLOYMENT,
         _ => return Err(Error::Unsupported(kind)),
     };
     let mut object = message(raw, schema)?;
@@ -309,6 +350,46 @@ mod tests {
         );
         assert_eq!(service["spec"]["selector"], json!({"app": "s1"}));
         assert_eq!(service["spec"]["type"], "ClusterIP");
+    }
+
+    #[test]
+    fn kubectl_create_deployment_body_decodes_replicas_selector_and_template() {
+        let labels = field(11, &[field(1, b"app"), field(2, b"web")].concat());
+        let port = varint_field(3, 80);
+        let container = [
+            field(1, b"busybox"),
+            field(2, b"busybox"),
+            field(3, b"sleep"),
+            field(3, b"3600"),
+            field(6, &port),
+            field(8, &[]),
+        ]
+        .concat();
+        let template = [field(1, &labels), field(2, &field(2, &container))].concat();
+        let selector = field(1, &[field(1, b"app"), field(2, b"web")].concat());
+        let spec = [
+            varint_field(1, 0),
+            field(2, &selector),
+            field(3, &template),
+            field(4, &[]),
+        ]
+        .concat();
+        let meta = [field(1, b"web"), labels.clone()].concat();
+        let deployment = decode(&envelope(
+            "Deployment",
+            &[field(1, &meta), field(2, &spec), field(3, &[])].concat(),
+        ))
+        .unwrap();
+        assert_eq!(deployment["spec"]["replicas"], 0, "a set zero is kept");
+        assert_eq!(
+            deployment["spec"]["selector"],
+            json!({"matchLabels": {"app": "web"}})
+        );
+        assert_eq!(
+            deployment["spec"]["template"]["spec"]["containers"][0],
+            json!({"name": "busybox", "image": "busybox", "command": ["sleep", "3600"],
+                   "ports": [{"containerPort": 80}]})
+        );
     }
 
     #[test]

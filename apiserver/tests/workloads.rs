@@ -34,6 +34,9 @@ fn replica_set(name: &str) -> Value {
     object
 }
 
+/// A change that makes a valid workload invalid.
+type Mutation = fn(&mut Value);
+
 fn generation(object: &Value) -> i64 {
     object["metadata"]["generation"]
         .as_i64()
@@ -253,7 +256,7 @@ async fn scale_subresource_reads_and_writes_replicas() {
 #[tokio::test]
 async fn invalid_workloads_are_422_with_field_paths() {
     let server = TestServer::start().await;
-    let cases: Vec<(&str, fn(&mut Value), &str)> = vec![
+    let cases: Vec<(&str, Mutation, &str)> = vec![
         (
             "empty selector",
             |d| d["spec"]["selector"] = json!({}),
@@ -374,4 +377,30 @@ async fn tables_have_kubectls_columns() {
         assert_eq!(cells[6], "nginx:1,busybox");
         assert_eq!(cells[7], selector);
     }
+}
+
+/// A Deployment's annotations are copied to its ReplicaSets, so upstream counts them as desired
+/// state: changing them bumps the generation. A ReplicaSet's annotations and any labels do not.
+#[tokio::test]
+async fn deployment_annotations_bump_the_generation_replica_set_ones_do_not() {
+    let server = TestServer::start().await;
+    server.post(DEPLOYMENTS, &deployment("web")).await;
+    server.post(REPLICASETS, &replica_set("web-1")).await;
+    let annotate = json!({"metadata": {"annotations": {"deployment.kubernetes.io/revision": "1"}}});
+    let (code, web) = server
+        .patch(
+            &format!("{DEPLOYMENTS}/web"),
+            "application/merge-patch+json",
+            &annotate,
+        )
+        .await;
+    assert_eq!((code, generation(&web)), (200, 2), "{web}");
+    let (code, rs) = server
+        .patch(
+            &format!("{REPLICASETS}/web-1"),
+            "application/merge-patch+json",
+            &annotate,
+        )
+        .await;
+    assert_eq!((code, generation(&rs)), (200, 1), "{rs}");
 }

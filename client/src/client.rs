@@ -151,6 +151,16 @@ impl Client {
         self.send_json(request).await
     }
 
+    /// An untyped PATCH of the object at `path`, for tools that know the kind only at run time (the
+    /// garbage collector strips ownerReferences and finalizers of any kind).
+    pub async fn patch_json(&self, path: &str, patch: &crate::Patch) -> Result<Value> {
+        let request = self
+            .request(Method::PATCH, path)
+            .header(header::CONTENT_TYPE, patch.content_type())
+            .body(serde_json::to_vec(patch.body())?);
+        self.send_json(request).await
+    }
+
     /// A GET of an object or a collection as a server-side [`Table`] (what `kubectl get` prints).
     pub async fn get_table(&self, path: &str) -> Result<Table> {
         let request = self

@@ -11,6 +11,7 @@
 //! - [`watcher::watcher`] lists, then watches from the list's resourceVersion, resumes after every
 //!   disconnect and relists on 410: the only way a component learns about the cluster.
 //! - [`store::store`] and [`reflector`] keep an in-memory copy of what the watcher saw.
+//! - [`workqueue::WorkQueue`] merges the keys a controller must sync and retries failures.
 //! - [`wait`] waits on a watch until a condition holds (tools and tests).
 //! - [`events::Recorder`] writes Events (`Scheduled`, `Started` …) that `describe` shows.
 //! - [`shutdown::on_signal`] and [`logging::init`] are the two lines every `main` starts with.
@@ -35,6 +36,7 @@ pub mod store;
 pub mod wait;
 mod watch_lines;
 pub mod watcher;
+pub mod workqueue;
 
 pub use api::{Api, Object};
 pub use client::Client;
@@ -44,6 +46,7 @@ pub use params::{DeleteParams, ListParams, LogParams, Patch};
 // `minik_client::store` is both the module and (value namespace) its `store()` constructor.
 pub use store::{reflector, store, Store, Writer};
 pub use watcher::{watcher, Event};
+pub use workqueue::WorkQueue;
 
 /// Re-exported so callers name the same HTTP method type as [`Client::request_json`].
 pub use reqwest::Method;

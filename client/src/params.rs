@@ -103,6 +103,8 @@ pub struct DeleteParams {
     pub grace_period_seconds: Option<i64>,
     /// Delete only if the stored object still has this uid (the kubelet's final delete uses it).
     pub preconditions_uid: Option<String>,
+    /// `Background` (when `None`), `Foreground` or `Orphan`: what happens to the object's dependents.
+    pub propagation_policy: Option<String>,
 }
 
 impl DeleteParams {
@@ -120,10 +122,17 @@ impl DeleteParams {
         self
     }
 
-    /// The `DeleteOptions` body (kubectl always sends `propagationPolicy: Background`).
-    pub(crate) fn body(&self) -> Value {
+    /// With `propagationPolicy: policy` (`Background`, `Foreground`, `Orphan`).
+    pub fn propagation(mut self, policy: &str) -> Self {
+        self.propagation_policy = Some(policy.to_string());
+        self
+    }
+
+    /// The `DeleteOptions` body (kubectl always sends a `propagationPolicy`, `Background` unless told).
+    pub fn body(&self) -> Value {
+        let policy = self.propagation_policy.as_deref().unwrap_or("Background");
         let mut body =
-            json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
+            json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy});
         if let Some(seconds) = self.grace_period_seconds {
             body["gracePeriodSeconds"] = json!(seconds);
         }

@@ -1,45 +1,61 @@
-//! A whole minik cluster as child processes: [`Cluster::start`] and [`Cluster::stop`].
+//! A whole minik cluster: [`Cluster::start`] and [`Cluster::stop`].
 //!
 //! Kubernetes counterpart: kind's `cluster.Provider.Create` / `Delete` (kind `pkg/cluster`), with
-//! processes where kind has node containers. This is the library half of `minik up`, also used by
-//! `minik demo` and the benchmarks:
+//! processes where kind has node containers, and `test/integration/framework`'s in-process control
+//! plane. This is the one launcher: `minik up`, `minik demo`, the benchmarks and the test harness
+//! all start clusters here, as child processes ([`Mode::Processes`]) or as tokio tasks in this
+//! process ([`Mode::InProcess`]). The components start in the order of [`Component::ALL`], each
+//! waited for before the next:
 //!
-//! 1. `minik apiserver`, then wait for `GET /readyz`;
-//! 2. `minik scheduler`, then its `ready` log line;
-//! 3. one `minik kubelet` per node (`node-1` … `node-N`, pod CIDR `127.244.N.0/24`, root dir
+//! 1. the apiserver, then `GET /readyz`;
+//! 2. the scheduler, then its `ready` log line;
+//! 3. one kubelet per node (`node-1` … `node-N`, pod CIDR `127.244.N.0/24`, root dir
 //!    `DATA/nodes/node-N`), then a watch on nodes until every one is `Ready`;
-//! 4. `minik endpoint-controller` and `minik proxy`, each up to its `ready` line.
+//! 4. the endpoint-controller and the proxy, each up to its `ready` line.
 //!
-//! Stopping mirrors a node drain: every pod is deleted gracefully (the kubelet leaves pods running
-//! when it stops, so they must go first), the components are stopped in reverse order, and any
-//! process re-parented to us (we are a child subreaper) is killed and reaped.
+//! Stopping (`control.rs`) mirrors a node drain: every pod is deleted gracefully (the kubelet
+//! leaves pods running when it stops, so they must go first), the components are stopped in
+//! reverse order, and any process re-parented to us (we are a child subreaper) is killed and reaped.
 //!
-//! Read next: `supervisor.rs` (processes) and `drain.rs` (readiness, pod deletion).
+//! Read next: `component.rs` (flags, in-process `run`), `control.rs` (kill, restart, stop),
+//! `supervisor.rs` (processes and tasks) and `drain.rs` (readiness, pod deletion).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::component::{Component, Readiness};
 use crate::drain;
 use crate::supervisor::{self, Supervised, UnexpectedExit};
 use crate::{Error, Result};
 
+/// How the components run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// `minik <component>` child processes, each in its own process group, logging to
+    /// `DATA/logs/NAME.log` (what `minik up` does; a component can be killed and restarted).
+    #[default]
+    Processes,
+    /// Each component's `run(config, token)` on a tokio task of this process (fast; the test
+    /// harness's default). Containers are still processes of the `minik` binary.
+    InProcess,
+}
+
 /// What to start.
 #[derive(Debug, Clone)]
 pub struct ClusterConfig {
-    /// The `minik` binary every component is started from (`minik apiserver …`).
+    /// The `minik` binary every component is started from (`minik apiserver …`) and the kubelets
+    /// run containers with (`minik shim`).
     pub binary: PathBuf,
     /// Where state (`apiserver/`, `nodes/node-N/`) and logs (`logs/`) go.
     pub data_dir: PathBuf,
-    /// The API server's address; must be loopback.
+    /// The API server's address; must be loopback. Port 0 picks a free port.
     pub listen: SocketAddr,
-    /// How many nodes.
+    /// How many nodes (0 is allowed: add some with [`Cluster::add_node`]).
     pub nodes: u8,
     /// The proxy's `--sync-delay` (humantime text), if any.
     pub sync_delay: Option<String>,
@@ -51,10 +67,22 @@ pub struct ClusterConfig {
     pub proxy_args: Vec<String>,
     /// More flags for every kubelet.
     pub kubelet_args: Vec<String>,
+    /// More flags for the controller manager (the tests' faster leader election, …).
+    pub controller_manager_args: Vec<String>,
     /// Print kind-style progress lines on stdout.
     pub progress: bool,
     /// Cancelling it aborts a start in progress (what has started is stopped again).
     pub interrupt: CancellationToken,
+    /// Processes or tasks.
+    pub mode: Mode,
+    /// Which components to start (default: all of [`Component::ALL`]); they start in that order
+    /// whatever the order here.
+    pub components: Vec<Component>,
+    /// The grace period every pod is deleted with when the cluster stops, instead of its own.
+    pub drain_grace: Option<i64>,
+    /// Become a child subreaper and kill what this cluster leaves behind when it stops (off in
+    /// the test harness, which looks for leftovers itself to prove there are none).
+    pub reap_leftovers: bool,
 }
 
 impl Default for ClusterConfig {
@@ -69,8 +97,13 @@ impl Default for ClusterConfig {
             heartbeat_interval: None,
             proxy_args: Vec::new(),
             kubelet_args: Vec::new(),
+            controller_manager_args: Vec::new(),
             progress: true,
             interrupt: CancellationToken::new(),
+            mode: Mode::Processes,
+            components: Component::ALL.to_vec(),
+            drain_grace: None,
+            reap_leftovers: true,
         }
     }
 }
@@ -83,9 +116,21 @@ pub struct Cluster {
     pub data_dir: PathBuf,
     /// How long the start took.
     pub startup: Duration,
-    components: Vec<Supervised>,
-    unexpected: mpsc::UnboundedReceiver<UnexpectedExit>,
-    progress: bool,
+    /// The configuration, with `listen` resolved to the port actually used.
+    pub(crate) config: ClusterConfig,
+    /// The components in start order.
+    pub(crate) members: Vec<Member>,
+    /// How many kubelets were started (`node-1` … `node-N`).
+    pub(crate) nodes: u8,
+    pub(crate) unexpected_tx: mpsc::UnboundedSender<UnexpectedExit>,
+    pub(crate) unexpected: mpsc::UnboundedReceiver<UnexpectedExit>,
+}
+
+/// One started component: what it is, its command line (to restart it) and its supervisor.
+pub(crate) struct Member {
+    pub component: Component,
+    pub args: Vec<String>,
+    pub running: Supervised,
 }
 
 /// What `minik up` writes for `minik status`: one entry per component.
@@ -113,269 +158,152 @@ pub struct ComponentState {
 }
 
 impl Cluster {
-    /// Starts the cluster described by `config`: see [`start_cluster`].
-    pub async fn start(config: ClusterConfig) -> Result<Cluster> {
-        start_cluster(config).await
-    }
-}
-
-/// Starts every component in order, each one waited for before the next. On failure (or
-/// `options.interrupt`), whatever was started is stopped again before the error is returned.
-async fn start_cluster(options: ClusterConfig) -> Result<Cluster> {
-    if !options.listen.ip().is_loopback() {
-        return Err(Error::Start(format!(
-            "--listen must be a loopback address, got {}",
-            options.listen
-        )));
-    }
-    let log_dir = options.data_dir.join("logs");
-    std::fs::create_dir_all(&log_dir)
-        .map_err(|e| Error::io(format!("creating {}", log_dir.display()), e))?;
-    std::net::TcpListener::bind(options.listen).map_err(|e| {
-        let what = format!(
-            "{} is already in use (another cluster? try `minik down` or --listen)",
-            options.listen
-        );
-        Error::io(what, e)
-    })?;
-    supervisor::become_subreaper()?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let mut cluster = Cluster {
-        server_url: format!("http://{}", options.listen),
-        data_dir: options.data_dir.clone(),
-        startup: Duration::ZERO,
-        components: Vec::new(),
-        unexpected: rx,
-        progress: options.progress,
-    };
-    let started = Instant::now();
-    let outcome = tokio::select! {
-        result = start_components(&options, &mut cluster, tx) => result,
-        _ = options.interrupt.cancelled() => Err(Error::Start("interrupted while starting".into())),
-    };
-    match outcome {
-        Ok(()) => {
-            cluster.startup = started.elapsed();
-            Ok(cluster)
+    /// Starts every component in order, each one waited for before the next. On failure (or
+    /// `config.interrupt`), whatever was started is stopped again before the error is returned.
+    pub async fn start(mut config: ClusterConfig) -> Result<Cluster> {
+        config.listen = check_listen(config.listen)?;
+        let log_dir = config.data_dir.join("logs");
+        std::fs::create_dir_all(&log_dir)
+            .map_err(|e| Error::io(format!("creating {}", log_dir.display()), e))?;
+        if config.reap_leftovers {
+            supervisor::become_subreaper()?;
         }
-        Err(err) => {
-            cluster.stop_with(CancellationToken::new()).await;
-            Err(err)
-        }
-    }
-}
-
-async fn start_components(
-    options: &ClusterConfig,
-    cluster: &mut Cluster,
-    tx: mpsc::UnboundedSender<UnexpectedExit>,
-) -> Result<()> {
-    let log_dir = options.data_dir.join("logs");
-    let server = cluster.server_url.clone();
-
-    let step = Instant::now();
-    let apiserver_args = args(&[
-        "apiserver",
-        "--listen",
-        &options.listen.to_string(),
-        "--data-dir",
-    ])
-    .into_iter()
-    .chain([options.data_dir.join("apiserver").display().to_string()])
-    .collect::<Vec<_>>();
-    let address = Some(options.listen.to_string());
-    cluster.push(supervisor::spawn(
-        &options.binary,
-        "apiserver",
-        address,
-        &apiserver_args,
-        &log_dir,
-        tx.clone(),
-    )?);
-    drain::wait_readyz(&server, cluster.last()).await?;
-    cluster.done(&format!("Starting apiserver {}", options.listen), step);
-    let client = minik_client::Client::new(&server)?;
-
-    let step = Instant::now();
-    cluster.push(supervisor::spawn(
-        &options.binary,
-        "scheduler",
-        None,
-        &args(&["scheduler", "--server", &server]),
-        &log_dir,
-        tx.clone(),
-    )?);
-    drain::wait_ready_line(cluster.last()).await?;
-    cluster.done("Starting scheduler", step);
-
-    let step = Instant::now();
-    let mut node_names = Vec::new();
-    for index in 1..=options.nodes {
-        let node = format!("node-{index}");
-        let root_dir = options
-            .data_dir
-            .join("nodes")
-            .join(&node)
-            .display()
-            .to_string();
-        let cidr = format!("127.244.{index}.0/24");
-        let mut kubelet_args = args(&[
-            "kubelet",
-            "--server",
-            &server,
-            "--node-name",
-            &node,
-            "--root-dir",
-            &root_dir,
-            "--pod-cidr",
-            &cidr,
-        ]);
-        push_flag(&mut kubelet_args, "--backoff-base", &options.backoff_base);
-        push_flag(
-            &mut kubelet_args,
-            "--heartbeat-interval",
-            &options.heartbeat_interval,
-        );
-        kubelet_args.extend(options.kubelet_args.iter().cloned());
-        cluster.push(supervisor::spawn(
-            &options.binary,
-            &format!("kubelet-{node}"),
-            None,
-            &kubelet_args,
-            &log_dir,
-            tx.clone(),
-        )?);
-        node_names.push(node);
-    }
-    let kubelets: Vec<&Supervised> = cluster
-        .components
-        .iter()
-        .filter(|c| c.name.starts_with("kubelet-"))
-        .collect();
-    drain::wait_nodes_ready(&client, &node_names, &kubelets).await?;
-    cluster.done(
-        &format!(
-            "Starting {} kubelet(s): {} Ready",
-            node_names.len(),
-            node_names.join(", ")
-        ),
-        step,
-    );
-
-    let step = Instant::now();
-    let controller_args = args(&["endpoint-controller", "--server", &server]);
-    cluster.push(supervisor::spawn(
-        &options.binary,
-        "endpoint-controller",
-        None,
-        &controller_args,
-        &log_dir,
-        tx.clone(),
-    )?);
-    drain::wait_ready_line(cluster.last()).await?;
-    cluster.done("Starting endpoint-controller", step);
-
-    let step = Instant::now();
-    let mut proxy_args = args(&["proxy", "--server", &server]);
-    push_flag(&mut proxy_args, "--sync-delay", &options.sync_delay);
-    proxy_args.extend(options.proxy_args.iter().cloned());
-    cluster.push(supervisor::spawn(
-        &options.binary,
-        "proxy",
-        None,
-        &proxy_args,
-        &log_dir,
-        tx,
-    )?);
-    drain::wait_ready_line(cluster.last()).await?;
-    let delay = options
-        .sync_delay
-        .as_deref()
-        .map(|d| format!(" (sync delay {d})"))
-        .unwrap_or_default();
-    cluster.done(&format!("Starting proxy{delay}"), step);
-    Ok(())
-}
-
-fn args(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| w.to_string()).collect()
-}
-
-/// Appends `flag value` when the value was given.
-fn push_flag(args: &mut Vec<String>, flag: &str, value: &Option<String>) {
-    if let Some(value) = value {
-        args.extend([flag.to_string(), value.clone()]);
-    }
-}
-
-impl Cluster {
-    /// The components' current state (name, pid, address, log), for `minik status`.
-    pub fn state(&self) -> ClusterState {
-        ClusterState {
-            pid: std::process::id(),
-            server: self.server_url.clone(),
-            components: self
-                .components
-                .iter()
-                .map(|c| ComponentState {
-                    name: c.name.clone(),
-                    pid: c.pid,
-                    address: c.address.clone(),
-                    log: c.log.clone(),
-                })
-                .collect(),
-        }
-    }
-
-    /// Waits for the next component that exits without being asked to.
-    pub async fn next_unexpected_exit(&mut self) -> Option<UnexpectedExit> {
-        self.unexpected.recv().await
-    }
-
-    /// The last `lines` lines of a component's log.
-    pub fn log_tail(&self, name: &str, lines: usize) -> Option<(PathBuf, String)> {
-        let component = self.components.iter().find(|c| c.name == name)?;
-        Some((component.log.clone(), component.log_tail(lines)))
-    }
-
-    /// Drains the pods, stops the components in reverse order and reaps every leftover process.
-    pub async fn stop(self) {
-        self.stop_with(CancellationToken::new()).await
-    }
-
-    /// [`Cluster::stop`], where cancelling `hurry` cuts the wait for pods short (the
-    /// remaining pods are force deleted and their processes killed).
-    pub async fn stop_with(mut self, hurry: CancellationToken) {
-        let apiserver_up = self
-            .components
-            .first()
-            .is_some_and(|c| c.name == "apiserver" && c.is_running());
-        if apiserver_up {
-            if let Ok(client) = minik_client::Client::new(&self.server_url) {
-                drain::delete_all_pods(&client, &hurry, self.progress).await;
+        let (unexpected_tx, unexpected) = mpsc::unbounded_channel();
+        let interrupt = config.interrupt.clone();
+        let mut cluster = Cluster {
+            server_url: format!("http://{}", config.listen),
+            data_dir: config.data_dir.clone(),
+            startup: Duration::ZERO,
+            config,
+            members: Vec::new(),
+            nodes: 0,
+            unexpected_tx,
+            unexpected,
+        };
+        let started = Instant::now();
+        let outcome = tokio::select! {
+            result = cluster.start_components() => result,
+            _ = interrupt.cancelled() => Err(Error::Start("interrupted while starting".into())),
+        };
+        match outcome {
+            Ok(()) => {
+                cluster.startup = started.elapsed();
+                Ok(cluster)
+            }
+            Err(err) => {
+                cluster.stop_with(CancellationToken::new()).await;
+                Err(err)
             }
         }
-        while let Some(component) = self.components.pop() {
-            let name = component.name.clone();
-            let status = component.stop().await;
-            let how = status
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| "gone".into());
-            self.say(&format!(" ✓ Stopped {name} ({how})"));
+    }
+
+    async fn start_components(&mut self) -> Result<()> {
+        for component in Component::ALL {
+            if !self.config.components.contains(&component) {
+                continue;
+            }
+            let step = Instant::now();
+            if component.readiness() == Readiness::NodesReady {
+                for _ in 0..self.config.nodes {
+                    self.launch_kubelet()?;
+                }
+                self.wait_nodes_ready().await?;
+            } else {
+                self.launch(component, 0)?;
+                self.wait_ready(self.members.len() - 1).await?;
+            }
+            self.done(&self.progress_line(component), step);
         }
-        let orphans = supervisor::reap_orphans(Duration::from_secs(5), &self.data_dir).await;
-        if orphans > 0 {
-            self.say(&format!(" ✓ Killed {orphans} leftover process(es)"));
+        Ok(())
+    }
+
+    /// Starts one component (`node` is the kubelet's node index) and adds it to the members.
+    pub(crate) fn launch(&mut self, component: Component, node: u8) -> Result<()> {
+        let args = component.args(&self.config, node);
+        let node_name = (component == Component::Kubelet).then(|| format!("node-{node}"));
+        let name = component.instance(node_name.as_deref());
+        let running = self.spawn(component, &name, &args)?;
+        tracing::info!(component = %name, mode = ?self.config.mode, pid = ?running.pid, "started");
+        self.members.push(Member {
+            component,
+            args,
+            running,
+        });
+        Ok(())
+    }
+
+    /// Starts the next kubelet (`node-N+1`); returns its node's name.
+    pub(crate) fn launch_kubelet(&mut self) -> Result<String> {
+        self.launch(Component::Kubelet, self.nodes + 1)?;
+        self.nodes += 1;
+        Ok(format!("node-{}", self.nodes))
+    }
+
+    /// Runs `args` as a child process or as a task, as the configuration says.
+    pub(crate) fn spawn(
+        &self,
+        component: Component,
+        name: &str,
+        args: &[String],
+    ) -> Result<Supervised> {
+        let address = (component == Component::Apiserver).then(|| self.config.listen.to_string());
+        let log_dir = self.data_dir.join("logs");
+        let tx = self.unexpected_tx.clone();
+        match self.config.mode {
+            Mode::Processes => {
+                supervisor::spawn(&self.config.binary, name, address, args, &log_dir, tx)
+            }
+            Mode::InProcess => {
+                let stop = CancellationToken::new();
+                let run = component.run(args, stop.clone())?;
+                Ok(supervisor::spawn_task(
+                    name, address, &log_dir, stop, run, tx,
+                ))
+            }
         }
     }
 
-    fn push(&mut self, component: Supervised) {
-        self.components.push(component);
+    /// Waits until the member at `index` is ready, as its component is (see [`Readiness`]).
+    pub(crate) async fn wait_ready(&self, index: usize) -> Result<()> {
+        let member = &self.members[index];
+        match member.component.readiness() {
+            Readiness::Readyz => drain::wait_readyz(&self.server_url, &member.running).await,
+            Readiness::ReadyLine => drain::wait_ready_line(&member.running).await,
+            Readiness::NodesReady => self.wait_nodes_ready().await,
+        }
     }
 
-    fn last(&self) -> &Supervised {
-        // Invariant: only called right after `push`.
-        self.components.last().expect("a component was just pushed")
+    /// Waits, through a watch, until every started node is Ready (failing if a kubelet exits).
+    pub(crate) async fn wait_nodes_ready(&self) -> Result<()> {
+        let client = minik_client::Client::new(&self.server_url)?;
+        let names: Vec<String> = (1..=self.nodes).map(|i| format!("node-{i}")).collect();
+        let kubelets: Vec<&Supervised> = self
+            .members
+            .iter()
+            .filter(|m| m.component == Component::Kubelet)
+            .map(|m| &m.running)
+            .collect();
+        drain::wait_nodes_ready(&client, &names, &kubelets).await
+    }
+
+    /// The kind-style line printed once `component` is ready.
+    fn progress_line(&self, component: Component) -> String {
+        match component {
+            Component::Apiserver => format!("Starting apiserver {}", self.config.listen),
+            Component::Kubelet => {
+                let names: Vec<String> = (1..=self.nodes).map(|i| format!("node-{i}")).collect();
+                format!(
+                    "Starting {} kubelet(s): {} Ready",
+                    names.len(),
+                    names.join(", ")
+                )
+            }
+            Component::Proxy => match &self.config.sync_delay {
+                Some(delay) => format!("Starting proxy (sync delay {delay})"),
+                None => "Starting proxy".into(),
+            },
+            other => format!("Starting {}", other.subcommand()),
+        }
     }
 
     /// Prints a kind-style finished step with its duration.
@@ -386,18 +314,27 @@ impl Cluster {
         ));
     }
 
-    fn say(&self, line: &str) {
-        if self.progress {
+    pub(crate) fn say(&self, line: &str) {
+        if self.config.progress {
             println!("{line}");
         }
     }
 }
 
-impl Drop for Cluster {
-    /// The safety net when `stop` was not called: kill every component's process group at once.
-    fn drop(&mut self) {
-        for component in &self.components {
-            let _ = killpg(Pid::from_raw(component.pid as i32), Signal::SIGKILL);
-        }
+/// Refuses a non-loopback address and one already in use; resolves port 0 to a free port.
+fn check_listen(listen: SocketAddr) -> Result<SocketAddr> {
+    if !listen.ip().is_loopback() {
+        return Err(Error::Start(format!(
+            "--listen must be a loopback address, got {listen}"
+        )));
     }
+    // Bound and freed again: the apiserver binds it (the short gap is the usual price of a flag).
+    let probe = std::net::TcpListener::bind(listen).map_err(|e| {
+        let what =
+            format!("{listen} is already in use (another cluster? try `minik down` or --listen)");
+        Error::io(what, e)
+    })?;
+    probe
+        .local_addr()
+        .map_err(|e| Error::io("reading the listener's address", e))
 }

@@ -17,9 +17,11 @@
 //! # }
 //! ```
 //!
-//! - [`cluster`]: the order of the start (apiserver, scheduler, kubelets, controllers, proxy) and
-//!   the orderly stop (drain the pods, stop the components in reverse order, reap leftovers);
-//! - [`supervisor`]: one supervised child process per component;
+//! - [`cluster`]: the configuration and the start, component after component;
+//! - [`component`]: the components in start order, their flags and their in-process `run`;
+//! - [`control`]: one component at a time (kill, stop, restart, add a node) and the orderly stop
+//!   (drain the pods, stop the components in reverse order, reap leftovers);
+//! - [`supervisor`]: one supervised child process or task per component;
 //! - [`drain`]: readiness checks while starting, signals, and the pod drain while stopping;
 //! - [`kubeconfig`]: merging a `minik` context into the user's kubeconfig;
 //! - [`files`]: where a cluster keeps its data, pid and state files.
@@ -27,15 +29,19 @@
 //! Read next: `cluster.rs`.
 
 pub mod cluster;
+pub mod component;
+pub mod control;
 pub mod drain;
 pub mod files;
 pub mod kubeconfig;
 pub mod pki;
 pub mod supervisor;
 
-pub use cluster::{Cluster, ClusterConfig, ClusterState, ComponentState};
+pub use cluster::{Cluster, ClusterConfig, ClusterState, ComponentState, Mode};
+pub use component::Component;
+pub use control::Stopped;
 pub use files::{default_data_dir, is_minik_up, pid_file, state_file};
-pub use supervisor::UnexpectedExit;
+pub use supervisor::{Exit, UnexpectedExit};
 
 /// What can go wrong while starting or stopping a cluster.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +57,14 @@ pub enum Error {
     /// A component did not come up (it exited, or did not get ready in time).
     #[error("{0}")]
     Start(String),
+    /// A request about one component that cannot be done (no such component, still running).
+    #[error("component {name}: {message}")]
+    Component {
+        /// `apiserver`, `kubelet-node-1`, …
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
     /// The kubeconfig could not be read or written.
     #[error("{0}")]
     Kubeconfig(String),

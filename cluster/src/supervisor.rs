@@ -1,5 +1,5 @@
-//! The component processes of `minik up`: start each one, watch it, stop it, and reap whatever
-//! outlives it.
+//! The components of a cluster, supervised: start each one (a child process or a tokio task), watch
+//! it, stop it, and reap whatever outlives it.
 //!
 //! Kubernetes counterpart: none inside Kubernetes itself; this is the job systemd does for a
 //! kubeadm node, or kind's node container entrypoint. minik keeps it small:
@@ -12,6 +12,9 @@
 //!   then SIGKILL to the whole group after a bound;
 //! - `minik up` is a *child subreaper* (`PR_SET_CHILD_SUBREAPER`), so container shims that outlive
 //!   their kubelet are re-parented to it instead of init, and [`reap_orphans`] kills and reaps them.
+//!
+//! - in-process (the test harness's default), a component is its crate's `run(config, token)` on a
+//!   task: stopping cancels the token and waits as long as for a process, then aborts the task.
 //!
 //! Ctrl-C: the components run in their own process groups (and the shims in their own sessions),
 //! so the terminal's SIGINT reaches `minik up` alone; it then drains and stops them in order.
@@ -34,22 +37,59 @@ use crate::{Error, Result};
 /// How long a component gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// One running component process, watched by its own task.
+/// One running component, a process or a task, watched by its own supervising task.
 pub struct Supervised {
     /// The component's name, also the name of its log file (`kubelet-node-1`).
     pub name: String,
     /// The address it serves, if any (shown by `minik status`).
     pub address: Option<String>,
-    /// Its process id, which is also its process group id.
-    pub pid: u32,
-    /// Its log file.
+    /// Its process id, which is also its process group id; `None` for an in-process component.
+    pub pid: Option<u32>,
+    /// Its log file (a process's stdout and stderr; an in-process component logs through the
+    /// embedding program's `tracing` subscriber instead).
     pub log: PathBuf,
-    /// Cancelled to ask the supervising task to stop the process.
+    /// Cancelled to ask the supervising task to stop the component (for a task: its token).
     stop: CancellationToken,
-    /// Cancelled by the supervising task once the process has exited (for whatever reason).
+    /// Cancelled by the supervising task once the component has ended (for whatever reason).
     exited: CancellationToken,
-    /// The supervising task; it returns the exit status.
-    task: JoinHandle<Option<ExitStatus>>,
+    /// The supervising task; it returns how the component ended. `None` once awaited.
+    task: Option<JoinHandle<Exit>>,
+}
+
+/// How a component ended.
+#[derive(Debug)]
+pub enum Exit {
+    /// A process exited with this status (`None`: waiting on it failed).
+    Process(Option<ExitStatus>),
+    /// A task's `run` returned: `Err` holds its error (or its panic).
+    Task(std::result::Result<(), String>),
+    /// A task did not return within [`STOP_GRACE`] of its token being cancelled: aborted.
+    Aborted,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Process(Some(status)) => write!(f, "{status}"),
+            Exit::Process(None) => write!(f, "gone"),
+            Exit::Task(Ok(())) => write!(f, "returned"),
+            Exit::Task(Err(error)) => write!(f, "failed: {error}"),
+            Exit::Aborted => write!(f, "aborted after {STOP_GRACE:?}"),
+        }
+    }
+}
+
+impl Exit {
+    /// What went wrong, if the component did not end cleanly.
+    pub fn error(&self) -> Option<String> {
+        match self {
+            Exit::Process(Some(status)) if !status.success() => {
+                Some(format!("exited with {status}"))
+            }
+            Exit::Process(_) | Exit::Task(Ok(())) => None,
+            _ => Some(self.to_string()),
+        }
+    }
 }
 
 /// An exit nobody asked for, sent to `minik up`'s main loop so it can say so on stderr.
@@ -89,7 +129,12 @@ pub fn spawn(
         // Its own process group: the terminal's Ctrl-C goes to `minik up` only.
         .process_group(0)
         .spawn()
-        .map_err(|e| Error::io(format!("starting {} {}", binary.display(), args.join(" ")), e))?;
+        .map_err(|e| {
+            Error::io(
+                format!("starting {} {}", binary.display(), args.join(" ")),
+                e,
+            )
+        })?;
     let pid = child
         .id()
         .ok_or_else(|| Error::Start("the child exited before it had a pid".into()))?;
@@ -109,18 +154,73 @@ pub fn spawn(
                 _ = stop.cancelled() => terminate(&mut child, pid).await,
             };
             exited.cancel();
-            status
+            Exit::Process(status)
         }
     });
     Ok(Supervised {
         name: name.to_string(),
         address,
-        pid,
+        pid: Some(pid),
         log,
         stop,
         exited,
-        task,
+        task: Some(task),
     })
+}
+
+/// Runs `run` (a component's `run(config, stop)`) on a task supervised like a process: an
+/// unexpected return is reported, and [`Supervised::stop`] cancels `stop`, then aborts the task
+/// if it has not returned within [`STOP_GRACE`].
+pub fn spawn_task(
+    name: &str,
+    address: Option<String>,
+    log_dir: &Path,
+    stop: CancellationToken,
+    run: crate::component::Run,
+    unexpected: mpsc::UnboundedSender<UnexpectedExit>,
+) -> Supervised {
+    let exited = CancellationToken::new();
+    let mut join = tokio::spawn(run);
+    let task = tokio::spawn({
+        let (name, stop, exited) = (name.to_string(), stop.clone(), exited.clone());
+        async move {
+            let exit = tokio::select! {
+                result = &mut join => {
+                    if !stop.is_cancelled() {
+                        let _ = unexpected.send(UnexpectedExit { name, status: None });
+                    }
+                    task_exit(result)
+                }
+                _ = stop.cancelled() => match tokio::time::timeout(STOP_GRACE, &mut join).await {
+                    Ok(result) => task_exit(result),
+                    Err(_) => {
+                        join.abort();
+                        Exit::Aborted
+                    }
+                },
+            };
+            exited.cancel();
+            exit
+        }
+    });
+    Supervised {
+        name: name.to_string(),
+        address,
+        pid: None,
+        log: log_dir.join(format!("{name}.log")),
+        stop,
+        exited,
+        task: Some(task),
+    }
+}
+
+fn task_exit(
+    result: std::result::Result<std::result::Result<(), String>, tokio::task::JoinError>,
+) -> Exit {
+    match result {
+        Ok(returned) => Exit::Task(returned),
+        Err(panic) => Exit::Task(Err(format!("panicked: {panic}"))),
+    }
 }
 
 /// SIGTERM, then SIGKILL to the whole process group after [`STOP_GRACE`]; returns the exit status.
@@ -152,10 +252,41 @@ impl Supervised {
         self.exited.cancelled().await
     }
 
-    /// Stops the process (SIGTERM, then SIGKILL) and waits until it has been reaped.
-    pub async fn stop(self) -> Option<ExitStatus> {
+    /// Stops the component (SIGTERM then SIGKILL; or its token, then abort) and waits until it
+    /// has ended; `None` if it had been stopped already.
+    pub async fn stop(&mut self) -> Option<Exit> {
         self.stop.cancel();
-        self.task.await.ok().flatten()
+        Some(self.task.take()?.await.unwrap_or(Exit::Process(None)))
+    }
+
+    /// Sends `signal` to the process; for SIGKILL, waits until it has been reaped.
+    pub async fn signal(&mut self, signal: Signal) -> Result<()> {
+        let pid = self
+            .pid
+            .filter(|_| self.is_running())
+            .ok_or_else(|| Error::Component {
+                name: self.name.clone(),
+                message: "not a running process (in-process components take no signals)".into(),
+            })?;
+        kill(Pid::from_raw(pid as i32), signal)
+            .map_err(|e| Error::io(format!("signalling {}", self.name), e.into()))?;
+        if signal == Signal::SIGKILL {
+            // Killed on purpose: it has ended, nothing to report when the cluster stops.
+            if let Some(task) = self.task.take() {
+                let _ = task.await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Kills the component at once, without waiting (for `Drop`, where nothing can be awaited).
+    pub fn kill_now(&self) {
+        match self.pid {
+            Some(pid) => {
+                let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            }
+            None => self.stop.cancel(),
+        }
     }
 
     /// The last `lines` lines of its log, to explain a failure.
@@ -260,4 +391,25 @@ pub fn children_of(parent: u32) -> Vec<u32> {
             ppid == Some(parent) && state != "Z"
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    /// A clean exit or return is no error; a failure, a kill or an abort is.
+    #[test]
+    fn exit_errors() {
+        assert_eq!(Exit::Process(Some(ExitStatus::from_raw(0))).error(), None);
+        assert_eq!(Exit::Process(None).error(), None);
+        assert_eq!(Exit::Task(Ok(())).error(), None);
+        let killed = Exit::Process(Some(ExitStatus::from_raw(9))).error();
+        assert!(killed.is_some_and(|e| e.contains("SIGKILL")));
+        assert_eq!(
+            Exit::Task(Err("boom".into())).error().as_deref(),
+            Some("failed: boom")
+        );
+        assert!(Exit::Aborted.error().is_some());
+    }
 }

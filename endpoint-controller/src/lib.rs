@@ -7,7 +7,7 @@
 //!
 //! 1. watch Services, Pods and Endpoints into stores ([`workers`]);
 //! 2. turn each event into the keys of the Services it may affect ([`handlers`]);
-//! 3. merge those keys in a work queue ([`queue`]);
+//! 3. merge those keys in a work queue (`minik_client::WorkQueue`);
 //! 4. `sync_service(key)`: compute the subsets from the stores ([`endpoints::compute`], pure) and
 //!    write the Endpoints only if they changed ([`controller`]);
 //! 5. record the change: a log line with counts, the `last-change-trigger-time` annotation, and an
@@ -25,7 +25,6 @@ pub mod controller;
 pub mod endpoints;
 pub mod handlers;
 pub mod mirroring;
-pub mod queue;
 pub mod workers;
 pub mod writes;
 

@@ -29,7 +29,7 @@ use minik_api::core::{Endpoints, Pod, Service};
 use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::ObjectKey;
 use minik_client::store::store;
-use minik_client::{reflector, Event, Store};
+use minik_client::{reflector, Event, Store, WorkQueue};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
@@ -37,7 +37,6 @@ use tracing::{debug, info, warn};
 use crate::controller::EndpointsController;
 use crate::handlers::{endpoints_keys, PodHandler, ServiceHandler};
 use crate::mirroring::{endpoints_events_keys, slice_events_keys, MirroringController};
-use crate::queue::WorkQueue;
 use crate::writes::{EndpointsWrites, SliceWrites};
 
 /// A key that failed this many syncs in a row is dropped until its next event (upstream value).

@@ -8,8 +8,10 @@ mod cleanup; // nothing left running after a cluster stops
 mod creation; // pods from creation to Running, restarts, init containers, exit codes
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
+mod rollout; // seed 002's rolling update, sampled on a watch
 mod scheduling; // unschedulable pods, spreading over nodes
 mod services; // endpoints and the proxy
+mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress deadline
 mod up; // minik up, status, down
 
 /// Shared helpers for the scenarios.

@@ -36,6 +36,9 @@ pub enum Error {
         "the minik binary is missing at {0}: run `cargo build --workspace --bins` before the tests"
     )]
     MissingBinary(PathBuf),
+    /// The launcher (`minik_cluster`) failed to start, signal or restart a component.
+    #[error("cluster: {0}")]
+    Cluster(#[from] minik_cluster::Error),
     /// A watch stream ended while a condition was awaited.
     #[error("the watch ended while waiting for {0}")]
     WatchEnded(String),

@@ -5,10 +5,10 @@
 //! (`WaitForPodRunningInNamespace`, `WaitForPodNotFound`, pod builders). minik keeps the same
 //! split, smaller:
 //!
-//! - [`cluster`]: `Cluster::builder().nodes(2).start().await` runs every component — as tokio tasks
-//!   in this process (the default, fast) or as `minik <component>` child processes
-//!   (`.processes(true)`, needed to `kill -9` one) — on `127.0.0.1` with fast timings, and stops
-//!   it again leaving no process behind;
+//! - [`cluster`]: `Cluster::builder().nodes(2).start().await` runs every component through
+//!   `minik_cluster`, the launcher `minik up` uses — as tokio tasks in this process (the default,
+//!   fast) or as `minik <component>` child processes (`.processes(true)`, needed to `kill -9`
+//!   one) — on `127.0.0.1` with fast timings, and stops it again proving no process is left;
 //! - [`wait`]: waiting on a watch with a timeout (`wait_for`, `wait_deleted`), never a sleep;
 //! - [`fixtures`]: builders for the objects tests create (`pod("web").port(8080).build()`);
 //! - [`procs`]: reading `/proc`, to prove which processes exist (PIDs kept, nothing left behind);
@@ -26,7 +26,6 @@
 //! Read next: `tests/e2e/main.rs`, the end-to-end scenarios built on this crate.
 
 pub mod cluster;
-mod component;
 pub mod error;
 pub mod fixtures;
 pub mod procs;

@@ -130,3 +130,58 @@ fn nothing_cites_files_outside_the_repository() {
         offenders.join("\n")
     );
 }
+
+/// The workspace members, as `Cargo.toml` lists them (`"api",` lines inside `members = [...]`).
+fn workspace_members(manifest: &str) -> Vec<String> {
+    let Some(start) = manifest.find("members = [") else {
+        return Vec::new();
+    };
+    let list = &manifest[start..];
+    let list = &list[..list.find(']').unwrap_or(list.len())];
+    list.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The README's code map names every crate of the workspace, and every crate it names exists:
+/// the map a newcomer reads first matches the tree.
+#[test]
+fn the_readme_code_map_names_every_crate() {
+    let root = workspace_root();
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    let members = workspace_members(&manifest);
+    assert!(members.len() >= 8, "found the members: {members:?}");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let start = readme.find("### Code map").expect("a code map section");
+    let map = &readme[start..];
+    let map = &map[..map[4..].find("\n### ").map_or(map.len(), |end| end + 4)];
+    let named: Vec<&str> = map
+        .lines()
+        .filter_map(|line| line.strip_prefix("- `"))
+        .filter_map(|rest| rest.split_once("/`").map(|(name, _)| name))
+        .collect();
+    let missing: Vec<&String> = members
+        .iter()
+        .filter(|m| !named.contains(&m.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "crates missing from the README code map: {missing:?}"
+    );
+    let stale: Vec<&&str> = named
+        .iter()
+        .filter(|name| !root.join(name).is_dir())
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "the code map names directories that do not exist: {stale:?}"
+    );
+}
+
+#[test]
+fn workspace_members_are_read_from_the_manifest() {
+    let manifest = "[workspace]\nmembers = [\n    \"api\",\n    \"cli\",\n]\n[x]\ny = [\"z\"]\n";
+    assert_eq!(workspace_members(manifest), ["api", "cli"]);
+}

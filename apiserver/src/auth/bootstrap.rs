@@ -9,7 +9,7 @@
 //! them at every start); `admin`, `edit` and `view` are written out instead of aggregated
 //! (docs/security.md#r5) and name only the kinds minik serves plus the usual core ones; the
 //! endpoint-slice controllers' roles are also bound to minik's one endpoint controller, which does
-//! all three jobs.
+//! all three jobs, and the workload controllers' roles to the controller manager's user.
 
 use minik_api::k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject,
@@ -292,6 +292,51 @@ fn endpoint_slice_rules() -> Vec<PolicyRule> {
     ]
 }
 
+fn deployment_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(
+            &["get", "list", "watch", "update"],
+            &["apps"],
+            &["deployments"],
+        ),
+        rule(
+            &["update"],
+            &["apps"],
+            &["deployments/status", "deployments/finalizers"],
+        ),
+        rule(
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
+            &["apps"],
+            &["replicasets"],
+        ),
+        rule(&["get", "list", "watch", "update"], &[""], &["pods"]),
+        events(),
+    ]
+}
+
+fn replica_set_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(
+            &["get", "list", "watch", "update"],
+            &["apps"],
+            &["replicasets"],
+        ),
+        rule(
+            &["update"],
+            &["apps"],
+            &["replicasets/status", "replicasets/finalizers"],
+        ),
+        rule(
+            &["list", "watch", "patch", "create", "delete"],
+            &[""],
+            &["pods"],
+        ),
+        events(),
+    ]
+}
+
 fn proxier_rules() -> Vec<PolicyRule> {
     vec![
         rule(&["list", "watch"], &[""], &["services", "endpoints"]),
@@ -356,6 +401,22 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
             "system:controller:endpointslicemirroring-controller",
             endpoint_slice_rules(),
         ),
+        role(
+            "system:controller:deployment-controller",
+            deployment_rules(),
+        ),
+        role(
+            "system:controller:replicaset-controller",
+            replica_set_rules(),
+        ),
+        role(
+            "system:controller:generic-garbage-collector",
+            vec![rule(
+                &["get", "list", "watch", "patch", "update", "delete"],
+                ALL,
+                ALL,
+            )],
+        ),
     ]
 }
 
@@ -380,7 +441,7 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
         subjects: Some(subjects),
     };
     let sa = |name: &str| subject("ServiceAccount", name);
-    vec![
+    let mut bindings = vec![
         binding("cluster-admin", vec![subject("Group", "system:masters")]),
         binding(
             "system:discovery",
@@ -424,7 +485,21 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
                 sa("endpoint-controller"),
             ],
         ),
-    ]
+    ];
+    // minik's controller manager runs its controllers with its own credential (upstream's
+    // `--use-service-account-credentials=false`), which must then hold their roles.
+    for controller in [
+        "deployment-controller",
+        "replicaset-controller",
+        "generic-garbage-collector",
+    ] {
+        let user = subject("User", "system:kube-controller-manager");
+        bindings.push(binding(
+            &format!("system:controller:{controller}"),
+            vec![sa(controller), user],
+        ));
+    }
+    bindings
 }
 
 fn meta(name: &str) -> ObjectMeta {

@@ -67,6 +67,7 @@ fn identities_get_what_their_roles_grant() {
         &[AUTH],
     );
     let nobody = user("dave", &[AUTH]);
+    let kcm = user("system:kube-controller-manager", &[AUTH]);
     let cases: Vec<(&UserInfo, &str, &str, bool)> = vec![
         (&admin, "DELETE", "/api/v1/nodes/node-1", true),
         (&admin, "GET", "/metrics", true),
@@ -130,6 +131,27 @@ fn identities_get_what_their_roles_grant() {
             "/api/v1/namespaces/default/pods/web",
             false,
         ),
+        (
+            &kcm,
+            "POST",
+            "/apis/apps/v1/namespaces/default/replicasets",
+            true,
+        ),
+        (&kcm, "POST", "/api/v1/namespaces/default/pods", true),
+        (
+            &kcm,
+            "PUT",
+            "/apis/apps/v1/namespaces/default/deployments/web/status",
+            true,
+        ),
+        (
+            &kcm,
+            "PUT",
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager",
+            true,
+        ),
+        (&kcm, "DELETE", "/api/v1/nodes/node-1", true),
+        (&kcm, "POST", "/api/v1/nodes", false),
         (&nobody, "GET", "/api", true),
         (&nobody, "GET", "/apis/apps/v1", true),
         (&nobody, "GET", "/healthz", true),

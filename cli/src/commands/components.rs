@@ -1,4 +1,4 @@
-//! `minik apiserver|scheduler|kubelet|endpoint-controller|proxy …`: each component in the one binary.
+//! `minik apiserver|scheduler|kubelet|endpoint-controller|controller-manager|proxy …`: each component in the one binary.
 //!
 //! Kubernetes counterpart: the separate `kube-apiserver`, `kube-scheduler`, `kubelet`,
 //! `kube-controller-manager` and `kube-proxy` binaries (`cmd/*/`); k3s folds them into one binary
@@ -39,6 +39,12 @@ pub async fn kubelet(args: minik_kubelet::Args) -> anyhow::Result<()> {
 pub async fn endpoint_controller(args: minik_endpoint_controller::Args) -> anyhow::Result<()> {
     let shutdown = start("endpoint-controller");
     Ok(minik_endpoint_controller::run(args.into_config(), shutdown).await?)
+}
+
+/// `minik controller-manager`.
+pub async fn controller_manager(args: minik_controller_manager::Args) -> anyhow::Result<()> {
+    let shutdown = start("controller-manager");
+    Ok(minik_controller_manager::run(args.into_config(), shutdown).await?)
 }
 
 /// `minik proxy`.

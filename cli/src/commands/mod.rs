@@ -67,6 +67,8 @@ pub enum Command {
     Kubelet(minik_kubelet::Args),
     /// Run the endpoint controller.
     EndpointController(minik_endpoint_controller::Args),
+    /// Run the controller manager (ReplicaSets, Deployments, garbage collection).
+    ControllerManager(minik_controller_manager::Args),
     /// Run the service proxy.
     Proxy(minik_proxy::Args),
 }
@@ -90,6 +92,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Scheduler(args) => components::scheduler(args).await,
         Command::Kubelet(args) => components::kubelet(args).await,
         Command::EndpointController(args) => components::endpoint_controller(args).await,
+        Command::ControllerManager(args) => components::controller_manager(args).await,
         Command::Proxy(args) => components::proxy(args).await,
     }
 }

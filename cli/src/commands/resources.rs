@@ -163,8 +163,8 @@ mod tests {
             ("services", Some("b"))
         );
         assert_eq!(
-            targets(&args(&["deployments"])).unwrap_err().to_string(),
-            "the server doesn't have a resource type \"deployments\""
+            targets(&args(&["statefulsets"])).unwrap_err().to_string(),
+            "the server doesn't have a resource type \"statefulsets\""
         );
     }
 

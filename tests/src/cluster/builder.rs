@@ -1,19 +1,19 @@
 //! `ClusterBuilder`: the options of a test cluster and how `start()` brings it up.
 //!
 //! Kubernetes counterpart: `test/integration/framework.StartTestServer`'s options and kind's
-//! cluster config. The order is the one `minik up` uses: the apiserver (until `/readyz`), the
-//! scheduler, the endpoint controller and the proxy, then the kubelets, and finally a watch on
-//! nodes until every one is Ready. Timings default to fast values (restart backoff 200 ms,
-//! heartbeat 1 s) so tests stay short.
+//! cluster config. The options become a `minik_cluster::ClusterConfig`, so the order and the
+//! readiness waits are `minik up`'s: the apiserver (until `/readyz`), the scheduler, the controller
+//! manager, the kubelets
+//! (until a watch sees every node Ready), the endpoint controller and the proxy. Timings default
+//! to fast values (restart backoff 200 ms, heartbeat 1 s) so tests stay short.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use minik_client::Client;
-use tokio_util::sync::CancellationToken;
+use minik_cluster::{ClusterConfig, Component, Mode};
 
-use crate::cluster::{strings, Cluster};
-use crate::component::Component;
+use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 
 /// Options of a test cluster; see [`Cluster::builder`].
@@ -93,71 +93,55 @@ impl ClusterBuilder {
         init_logging();
         let minik = minik_binary()?;
         let dir = tempfile::Builder::new().prefix("minik-test-").tempdir()?;
-        let log_dir = dir.path().join("logs");
-        std::fs::create_dir_all(&log_dir)?;
-        let root = CancellationToken::new();
-
-        // The API server's port: bound now and handed over in-process; for a child process it is
-        // freed and passed as a flag (the short gap is the usual price of `--listen`).
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-        let address = listener.local_addr()?;
-        let server_url = format!("http://{address}");
-        let apiserver_args =
-            strings(&["apiserver", "--listen", &address.to_string(), "--data-dir"])
-                .into_iter()
-                .chain([dir.path().join("apiserver").display().to_string()])
-                .collect();
-        let mut cluster = Cluster {
-            client: Client::new(&server_url)?,
-            server_url,
+        let inner = minik_cluster::Cluster::start(self.config(&minik, dir.path())).await?;
+        Ok(Cluster {
+            client: Client::new(&inner.server_url)?,
+            inner: Some(inner),
             minik,
-            log_dir,
-            root,
-            components: Vec::new(),
-            nodes: 0,
-            options: self.clone(),
             dir,
-        };
-        let mut apiserver = Component::new("apiserver", apiserver_args, &cluster.log_dir);
-        if self.processes {
-            drop(listener);
-            apiserver.start_process(&cluster.minik)?;
-        } else {
-            listener.set_nonblocking(true)?;
-            apiserver.start_task(
-                &cluster.root,
-                Some(tokio::net::TcpListener::from_std(listener)?),
-            )?;
-        }
-        cluster.components.push(apiserver);
-        cluster.wait_readyz().await?;
+        })
+    }
 
-        let server = cluster.server_url.clone();
-        cluster.start_component("scheduler", strings(&["scheduler", "--server", &server]))?;
-        if self.endpoint_controller {
-            cluster.start_component(
-                "endpoint-controller",
-                strings(&["endpoint-controller", "--server", &server]),
-            )?;
+    /// The launcher's configuration for these options.
+    fn config(&self, minik: &Path, dir: &Path) -> ClusterConfig {
+        let text = |d: Duration| Some(humantime::format_duration(d).to_string());
+        let mut components = Component::ALL.to_vec();
+        components.retain(|c| match c {
+            Component::Proxy => self.proxy,
+            Component::EndpointController => self.endpoint_controller,
+            _ => true,
+        });
+        ClusterConfig {
+            binary: minik.to_path_buf(),
+            data_dir: dir.to_path_buf(),
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            nodes: self.nodes,
+            sync_delay: text(self.sync_delay),
+            backoff_base: text(self.backoff_base),
+            heartbeat_interval: text(self.heartbeat_interval),
+            proxy_args: self
+                .dial_attempts
+                .map(|n| vec!["--dial-attempts".into(), n.to_string()])
+                .unwrap_or_default(),
+            // A controller manager killed with -9 leaves its Lease behind: a short lease lets its
+            // successor take over within seconds instead of upstream's 15.
+            controller_manager_args: ["--leader-elect-lease-duration", "3s"]
+                .into_iter()
+                .chain(["--leader-elect-renew-deadline", "2s"])
+                .chain(["--leader-elect-retry-period", "500ms"])
+                .map(String::from)
+                .collect(),
+            progress: false,
+            mode: if self.processes {
+                Mode::Processes
+            } else {
+                Mode::InProcess
+            },
+            components,
+            drain_grace: Some(1),
+            reap_leftovers: false,
+            ..ClusterConfig::default()
         }
-        if self.proxy {
-            let mut args = strings(&[
-                "proxy",
-                "--server",
-                &server,
-                "--sync-delay",
-                &humantime::format_duration(self.sync_delay).to_string(),
-            ]);
-            if let Some(attempts) = self.dial_attempts {
-                args.extend(strings(&["--dial-attempts", &attempts.to_string()]));
-            }
-            cluster.start_component("proxy", args)?;
-        }
-        for _ in 0..self.nodes {
-            cluster.start_kubelet()?;
-        }
-        cluster.wait_nodes_ready().await?;
-        Ok(cluster)
     }
 }
 

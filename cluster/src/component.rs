@@ -1,0 +1,217 @@
+//! The components of a cluster, in start order: their flags, and how one runs in-process.
+//!
+//! Kubernetes counterpart: the static pod manifests kubeadm writes for the control plane (one per
+//! component, with its command line) plus the kubelet's unit; `test/integration/framework` runs the
+//! same pieces in-process. minik describes each component once, as the command line of `minik
+//! <component> …`. As a process that command line is run; in-process the same flags are parsed by
+//! the component's own clap `Args` and turned into its `Config` by `into_config()`, and its crate's
+//! `run(config, token)` runs on a tokio task — both modes go through one configuration path.
+//!
+//! Adding a component is four small edits here: a variant of [`Component`], its place in
+//! [`Component::ALL`], its flags in [`Component::args`] and its `run` in [`Component::run`].
+
+use std::future::Future;
+use std::pin::Pin;
+
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+
+use crate::cluster::ClusterConfig;
+use crate::{Error, Result};
+
+/// One kind of component; a cluster runs one of each, and one kubelet per node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Component {
+    /// `minik apiserver`: storage and the REST API.
+    Apiserver,
+    /// `minik scheduler`: binds pending pods to nodes.
+    Scheduler,
+    /// `minik controller-manager`: Deployments, ReplicaSets and the garbage collector.
+    ControllerManager,
+    /// `minik kubelet`: one per node, runs the node's pods.
+    Kubelet,
+    /// `minik endpoint-controller`: Endpoints and EndpointSlices from Services.
+    EndpointController,
+    /// `minik proxy`: the Services' virtual IPs.
+    Proxy,
+}
+
+/// How the launcher knows a component is ready before it starts the next one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Readiness {
+    /// `GET /readyz` answers 200.
+    Readyz,
+    /// Its log has a `ready` line (a process) / its task runs (in-process).
+    ReadyLine,
+    /// Every node is `Ready`, seen through a watch on nodes.
+    NodesReady,
+}
+
+/// A component's `run` on a task: `Err` carries its error as text.
+pub(crate) type Run = Pin<Box<dyn Future<Output = std::result::Result<(), String>> + Send>>;
+
+impl Component {
+    /// Every component, in start order; a cluster stops them in the reverse order.
+    pub const ALL: [Component; 6] = [
+        Component::Apiserver,
+        Component::Scheduler,
+        Component::ControllerManager,
+        Component::Kubelet,
+        Component::EndpointController,
+        Component::Proxy,
+    ];
+
+    /// The `minik` subcommand, also the name of its log file (kubelets add their node).
+    pub fn subcommand(self) -> &'static str {
+        match self {
+            Component::Apiserver => "apiserver",
+            Component::Scheduler => "scheduler",
+            Component::ControllerManager => "controller-manager",
+            Component::Kubelet => "kubelet",
+            Component::EndpointController => "endpoint-controller",
+            Component::Proxy => "proxy",
+        }
+    }
+
+    /// True for the components that create pods (the ReplicaSet controller), which a cluster
+    /// stops before it drains the pods.
+    pub fn creates_pods(self) -> bool {
+        self == Component::ControllerManager
+    }
+
+    pub(crate) fn readiness(self) -> Readiness {
+        match self {
+            Component::Apiserver => Readiness::Readyz,
+            Component::Kubelet => Readiness::NodesReady,
+            _ => Readiness::ReadyLine,
+        }
+    }
+
+    /// The instance's name: `apiserver`, …, `kubelet-node-1` for the kubelet of node `node-1`.
+    pub fn instance(self, node: Option<&str>) -> String {
+        match node {
+            Some(node) => format!("{}-{node}", self.subcommand()),
+            None => self.subcommand().to_string(),
+        }
+    }
+
+    /// The command line after `minik`: the subcommand and its flags. `node` is the node's index
+    /// for a kubelet (`node-N`, pod CIDR `127.244.N.0/24`, root dir `DATA/nodes/node-N`).
+    pub(crate) fn args(self, config: &ClusterConfig, node: u8) -> Vec<String> {
+        let server = format!("http://{}", config.listen);
+        let mut args = vec![self.subcommand().to_string()];
+        let mut flag = |name: &str, value: String| args.extend([name.to_string(), value]);
+        match self {
+            Component::Apiserver => {
+                flag("--listen", config.listen.to_string());
+                let data = config.data_dir.join("apiserver");
+                flag("--data-dir", data.display().to_string());
+            }
+            Component::Kubelet => {
+                let name = format!("node-{node}");
+                let root_dir = config.data_dir.join("nodes").join(&name);
+                flag("--server", server);
+                flag("--node-name", name);
+                flag("--root-dir", root_dir.display().to_string());
+                flag("--pod-cidr", format!("127.244.{node}.0/24"));
+                flag("--minik-binary", config.binary.display().to_string());
+                optional(&mut flag, "--backoff-base", &config.backoff_base);
+                optional(
+                    &mut flag,
+                    "--heartbeat-interval",
+                    &config.heartbeat_interval,
+                );
+                args.extend(config.kubelet_args.iter().cloned());
+            }
+            Component::Proxy => {
+                flag("--server", server);
+                optional(&mut flag, "--sync-delay", &config.sync_delay);
+                args.extend(config.proxy_args.iter().cloned());
+            }
+            Component::ControllerManager => {
+                flag("--server", server);
+                args.extend(config.controller_manager_args.iter().cloned());
+            }
+            Component::Scheduler | Component::EndpointController => flag("--server", server),
+        }
+        args
+    }
+
+    /// The component's own `run(config, token)`, configured from `args` (see [`Component::args`]).
+    pub(crate) fn run(self, args: &[String], shutdown: CancellationToken) -> Result<Run> {
+        // Every component crate has the same three pieces: `Args`, `into_config`, `run`.
+        macro_rules! run {
+            ($krate:ident) => {
+                task($krate::run(
+                    parse::<$krate::Args>(args)?.into_config(),
+                    shutdown,
+                ))
+            };
+        }
+        Ok(match self {
+            Component::Apiserver => run!(minik_apiserver),
+            Component::Scheduler => run!(minik_scheduler),
+            Component::ControllerManager => run!(minik_controller_manager),
+            Component::Kubelet => run!(minik_kubelet),
+            Component::EndpointController => run!(minik_endpoint_controller),
+            Component::Proxy => run!(minik_proxy),
+        })
+    }
+}
+
+/// Adds `name value` when the value was given.
+fn optional(flag: &mut impl FnMut(&str, String), name: &str, value: &Option<String>) {
+    if let Some(value) = value {
+        flag(name, value.clone());
+    }
+}
+
+fn task<E: std::fmt::Display>(
+    run: impl Future<Output = std::result::Result<(), E>> + Send + 'static,
+) -> Run {
+    Box::pin(async move { run.await.map_err(|e| e.to_string()) })
+}
+
+/// Parses a component's flags with its own clap `Args`, wrapped so both `Args` and `Parser`
+/// derives work.
+#[derive(Parser)]
+struct Flags<A: clap::Args> {
+    #[command(flatten)]
+    inner: A,
+}
+
+fn parse<A: clap::Args>(args: &[String]) -> Result<A> {
+    // args[0] is the subcommand (`kubelet`); clap takes it as the program name.
+    Flags::<A>::try_parse_from(args)
+        .map(|flags| flags.inner)
+        .map_err(|err| Error::Start(format!("{}: bad flags: {err}", args[0])))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kubelet gets its node's name, pod CIDR and root directory, then the caller's flags.
+    #[test]
+    fn kubelet_flags_follow_the_node_index() {
+        let config = ClusterConfig {
+            data_dir: "/data".into(),
+            kubelet_args: vec!["--max-pods".into(), "5".into()],
+            ..ClusterConfig::default()
+        };
+        let args = Component::Kubelet.args(&config, 2).join(" ");
+        assert!(args.starts_with("kubelet --server http://127.0.0.1:6443 --node-name node-2"));
+        assert!(args.contains("--root-dir /data/nodes/node-2 --pod-cidr 127.244.2.0/24"));
+        assert!(args.ends_with("--max-pods 5"));
+    }
+
+    /// Every component's flags parse with its own `Args`, as `minik <component>` would.
+    #[tokio::test]
+    async fn every_component_parses_its_own_flags() {
+        let config = ClusterConfig::default();
+        for component in Component::ALL {
+            let args = component.args(&config, 1);
+            assert!(component.run(&args, CancellationToken::new()).is_ok());
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! minik-controller-manager: the controllers that turn Deployments into ReplicaSets into Pods, and
+//! the garbage collector that deletes what lost its owner.
+//!
+//! Kubernetes counterpart: `kube-controller-manager` (`cmd/kube-controller-manager/app/
+//! controllermanager.go`): one process, leader election on a Lease, one shared informer per kind,
+//! and a list of controllers started together once this instance leads. The pieces:
+//!
+//! 1. [`leader`]: acquire and renew `kube-system/kube-controller-manager`; only the leader acts;
+//! 2. [`informers`]: one list+watch per kind, fanned out to every controller's event handlers;
+//! 3. [`controller`]: the [`controller::Controller`] trait, and the workers that drain each
+//!    controller's `minik_client::WorkQueue` with per-key rate-limited retries;
+//! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`], [`deployment`]
+//!    and [`gc`] (the garbage collector).
+//!
+//! ```text
+//!  Lease ──► leader? ──► SharedInformers (pods, replicasets, deployments, every kind's metadata)
+//!                            │ handlers: object → keys
+//!                            ▼
+//!              WorkQueue per controller ──► workers ──► sync(key) ──► apiserver writes
+//! ```
+//!
+//! minik simplifies: no controller-specific flags beyond workers, no metrics, no API throttling
+//! (upstream holds the whole process to 20 writes/s).
+//!
+//! Read next: [`deployment::rolling`], the arithmetic of a rolling update.
+
+pub mod controller;
+pub mod deployment;
+pub mod expectations;
+pub mod gc;
+pub mod informers;
+pub mod leader;
+pub mod ownership;
+pub mod replicaset;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use minik_client::Client;
+use tokio_util::sync::CancellationToken;
+
+use crate::informers::SharedInformers;
+use crate::leader::LeaderElectionConfig;
+
+/// What can stop the controller manager.
+// The client error carries a whole `Status`, as everywhere in minik; it is returned once, at exit.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The apiserver URL is not usable.
+    #[error("client: {0}")]
+    Client(#[from] minik_client::Error),
+    /// Another instance took the lease, or it could not be renewed in time; upstream exits
+    /// ("leaderelection lost") and is restarted by its supervisor.
+    #[error("leader election lost")]
+    LeaderLost,
+}
+
+/// The controller manager's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The controller manager's configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The apiserver, e.g. `http://127.0.0.1:6443`.
+    pub server: String,
+    /// A kubeconfig to connect with instead of plain http to `server` (its server wins).
+    pub kubeconfig: Option<PathBuf>,
+    /// Workers per controller (upstream `--concurrent-deployment-syncs`, `…-replicaset-syncs`: 5).
+    pub workers: usize,
+    /// Leader election on the `kube-system/kube-controller-manager` Lease.
+    pub leader_election: LeaderElectionConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            server: "http://127.0.0.1:6443".to_string(),
+            kubeconfig: None,
+            workers: 5,
+            leader_election: LeaderElectionConfig::default(),
+        }
+    }
+}
+
+/// Command-line flags of `minik controller-manager`.
+#[derive(Clone, Debug, clap::Parser)]
+#[command(about = "The minik controller manager: ReplicaSets, Deployments, garbage collection")]
+pub struct Args {
+    /// The apiserver URL.
+    #[arg(long, default_value = "http://127.0.0.1:6443")]
+    pub server: String,
+    /// A kubeconfig to connect with (https, client certificate); its server wins over --server.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Objects synced concurrently by each controller.
+    #[arg(long, default_value_t = 5)]
+    pub workers: usize,
+    /// How long a leader's lease lasts without renewal (upstream `--leader-elect-lease-duration`).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub leader_elect_lease_duration: Duration,
+    /// How long the leader keeps trying to renew before it gives up (`--leader-elect-renew-deadline`).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub leader_elect_renew_deadline: Duration,
+    /// How often candidates try to acquire or renew (`--leader-elect-retry-period`).
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub leader_elect_retry_period: Duration,
+}
+
+fn parse_duration(text: &str) -> std::result::Result<Duration, humantime::DurationError> {
+    humantime::parse_duration(text)
+}
+
+impl Args {
+    /// The configuration these flags describe.
+    pub fn into_config(self) -> Config {
+        Config {
+            server: self.server,
+            kubeconfig: self.kubeconfig,
+            workers: self.workers.max(1),
+            leader_election: LeaderElectionConfig {
+                lease_duration: self.leader_elect_lease_duration,
+                renew_deadline: self.leader_elect_renew_deadline,
+                retry_period: self.leader_elect_retry_period,
+                ..LeaderElectionConfig::default()
+            },
+        }
+    }
+}
+
+/// Runs the controller manager until `shutdown` is cancelled (`Ok`) or leadership is lost (`Err`).
+pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
+    let client = Client::connect(&config.server, config.kubeconfig.as_deref())?;
+    let workers = config.workers;
+    let leading_client = client.clone();
+    leader::run(
+        client,
+        config.leader_election,
+        shutdown,
+        move |leading: CancellationToken| run_controllers(leading_client, workers, leading),
+    )
+    .await
+}
+
+/// What a leader runs: the shared informers and every controller, until `shutdown`.
+async fn run_controllers(client: Client, workers: usize, shutdown: CancellationToken) {
+    let informers = SharedInformers::new(client.clone());
+    let controllers = start_controllers(&informers, &client, workers, &shutdown);
+    let count = controllers.len();
+    let synced = informers.wait_for_sync();
+    let informers_done = informers.start(shutdown.clone());
+    // `minik up` waits for this line before it reports the component started.
+    let ready = async {
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            _ = synced => tracing::info!(controllers = count, "ready"),
+        }
+    };
+    let ((), _) = tokio::join!(ready, futures::future::join_all(controllers));
+    informers_done.await;
+}
+
+/// The list of controllers: each registers its handlers on the shared informers now and returns
+/// the future of its workers. A new controller (Jobs, DaemonSets, node lifecycle…) is one line here.
+pub fn start_controllers(
+    informers: &SharedInformers,
+    client: &Client,
+    workers: usize,
+    shutdown: &CancellationToken,
+) -> Vec<BoxFuture<'static, ()>> {
+    vec![
+        controller::spawn(
+            replicaset::ReplicaSetController::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            deployment::DeploymentController::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        // The collector registers last: it reuses every typed informer registered above.
+        controller::spawn(
+            gc::GarbageCollector::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+    ]
+}

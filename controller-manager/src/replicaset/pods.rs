@@ -1,0 +1,266 @@
+//! The ReplicaSet controller's decisions about pods, as pure functions of the pods and the clock.
+//!
+//! Kubernetes counterpart: `pkg/controller/controller_utils.go` (`FilterActivePods`,
+//! `ActivePodsWithRanks.Less`, `slowStartBatch`), `pkg/controller/replicaset/replica_set_utils.go`
+//! (`calculateStatus`) and `pkg/api/v1/pod/util.go` (`IsPodReady`, `IsPodAvailable`).
+//!
+//! Which pods go first on scale-down (`rank`), the first rule that differs decides:
+//! unscheduled < scheduled; Pending < Unknown < Running; not ready < ready; lower
+//! `controller.kubernetes.io/pod-deletion-cost`; both ready: ready more recently; more container
+//! restarts; created more recently. Times compare by ⌊log2(age)⌋ buckets, ties broken by uid
+//! (LogarithmicScaleDown, GA since v1.31).
+//!
+//! minik simplifies: no co-location rank (rule 5, pods of related ReplicaSets on the same node).
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
+use minik_api::core::{Pod, PodCondition};
+use minik_api::meta::{ObjectMeta, Time};
+
+use crate::ownership::controller_ref;
+
+/// Upstream's annotation to steer which pods are deleted first (lower first).
+pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
+/// At most this many creates or deletes per sync (upstream `BurstReplicas`).
+pub const BURST_REPLICAS: usize = 500;
+
+/// Not terminal and not being deleted (`FilterActivePods`, RS4).
+pub fn is_active(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    !matches!(phase, Some("Succeeded" | "Failed")) && pod.metadata.deletion_timestamp.is_none()
+}
+
+fn ready_condition(pod: &Pod) -> Option<&PodCondition> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|condition| condition.type_ == "Ready")
+}
+
+/// The Ready condition is True.
+pub fn is_ready(pod: &Pod) -> bool {
+    ready_condition(pod).is_some_and(|condition| condition.status == "True")
+}
+
+/// Ready for at least `min_ready_seconds` (`IsPodAvailable`, RS9).
+pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: jiff::Timestamp) -> bool {
+    let Some(condition) = ready_condition(pod).filter(|c| c.status == "True") else {
+        return false;
+    };
+    if min_ready_seconds <= 0 {
+        return true;
+    }
+    condition
+        .last_transition_time
+        .as_ref()
+        .is_some_and(|Time(since)| {
+            since.as_second() + i64::from(min_ready_seconds) < now.as_second()
+        })
+}
+
+/// The pods to delete when there are `count` too many: the lowest ranked first (RS6–RS8).
+pub fn pods_to_delete<'a>(pods: &[&'a Pod], count: usize, now: jiff::Timestamp) -> Vec<&'a Pod> {
+    let mut ranked = pods.to_vec();
+    if count < ranked.len() {
+        ranked.sort_by(|a, b| rank(a, b, now));
+    }
+    ranked.truncate(count);
+    ranked
+}
+
+/// `ActivePodsWithRanks.Less` as an ordering: `Less` means `a` is deleted before `b`.
+pub fn rank(a: &Pod, b: &Pod, now: jiff::Timestamp) -> Ordering {
+    let scheduled = |pod: &Pod| {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty())
+    };
+    let phase = |pod: &Pod| match pod.status.as_ref().and_then(|s| s.phase.as_deref()) {
+        Some("Unknown") => 1,
+        Some("Running") => 2,
+        _ => 0,
+    };
+    let cost = |pod: &Pod| {
+        pod.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(POD_DELETION_COST))
+            .and_then(|value| value.parse::<i32>().ok())
+            .unwrap_or(0)
+    };
+    scheduled(a)
+        .cmp(&scheduled(b))
+        .then_with(|| phase(a).cmp(&phase(b)))
+        .then_with(|| is_ready(a).cmp(&is_ready(b)))
+        .then_with(|| cost(a).cmp(&cost(b)))
+        .then_with(|| match (is_ready(a), is_ready(b)) {
+            (true, true) => newer_first(a, b, ready_time(a), ready_time(b), now),
+            _ => Ordering::Equal,
+        })
+        .then_with(|| max_restarts(b).cmp(&max_restarts(a)))
+        .then_with(|| {
+            let created = |pod: &Pod| pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            newer_first(a, b, created(a), created(b), now)
+        })
+}
+
+fn ready_time(pod: &Pod) -> Option<jiff::Timestamp> {
+    ready_condition(pod)?
+        .last_transition_time
+        .as_ref()
+        .map(|t| t.0)
+}
+
+fn max_restarts(pod: &Pod) -> i32 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|statuses| statuses.iter().map(|s| s.restart_count).max())
+        .unwrap_or(0)
+}
+
+/// The more recent time first, a missing time counting as the most recent; with both known,
+/// ⌊log2(age in ns)⌋ buckets, and the smaller uid first within a bucket.
+fn newer_first(
+    a: &Pod,
+    b: &Pod,
+    time_a: Option<jiff::Timestamp>,
+    time_b: Option<jiff::Timestamp>,
+    now: jiff::Timestamp,
+) -> Ordering {
+    match (time_a, time_b) {
+        (a_time, b_time) if a_time == b_time => Ordering::Equal,
+        (None, _) => Ordering::Less,
+        (_, None) => Ordering::Greater,
+        (Some(time_a), Some(time_b)) => {
+            let bucket = |time: jiff::Timestamp| {
+                let age = now.as_nanosecond() - time.as_nanosecond();
+                if age <= 0 {
+                    -1
+                } else {
+                    age.ilog2() as i64
+                }
+            };
+            match bucket(time_a).cmp(&bucket(time_b)) {
+                Ordering::Equal => a.metadata.uid.cmp(&b.metadata.uid),
+                younger_first => younger_first,
+            }
+        }
+    }
+}
+
+/// The sizes of slow-start batches for `count` creates: 1, 2, 4, … (RS5).
+pub fn slow_start_batches(count: usize) -> Vec<usize> {
+    let mut batches = Vec::new();
+    let (mut remaining, mut size) = (count, 1);
+    while remaining > 0 {
+        let batch = size.min(remaining);
+        batches.push(batch);
+        remaining -= batch;
+        size *= 2;
+    }
+    batches
+}
+
+/// A pod for `rs` from its template: `generateName: RSNAME-`, the template's labels and
+/// annotations, and the controller reference (`GetPodFromTemplate`).
+pub fn pod_from_template(rs: &ReplicaSet) -> Pod {
+    let template = rs
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.clone())
+        .unwrap_or_default();
+    let template_meta = template.metadata.unwrap_or_default();
+    Pod {
+        metadata: ObjectMeta {
+            generate_name: Some(format!(
+                "{}-",
+                rs.metadata.name.as_deref().unwrap_or_default()
+            )),
+            namespace: rs.metadata.namespace.clone(),
+            labels: template_meta.labels,
+            annotations: template_meta.annotations,
+            finalizers: template_meta.finalizers,
+            owner_references: Some(vec![controller_ref("apps/v1", "ReplicaSet", &rs.metadata)]),
+            ..ObjectMeta::default()
+        },
+        spec: template.spec,
+        status: None,
+    }
+}
+
+/// The status the ReplicaSet should carry (`calculateStatus`, RS9–RS10); `failure` is the reason
+/// and message of a failed create or delete this sync.
+pub fn calculate_status(
+    rs: &ReplicaSet,
+    pods: &[&Pod],
+    failure: Option<(&str, String)>,
+    now: jiff::Timestamp,
+) -> ReplicaSetStatus {
+    let spec = rs.spec.as_ref();
+    let min_ready = spec.and_then(|s| s.min_ready_seconds).unwrap_or(0);
+    let template_labels: BTreeMap<String, String> = spec
+        .and_then(|s| s.template.as_ref())
+        .and_then(|t| t.metadata.as_ref())
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
+    let fully_labeled = |pod: &&&Pod| {
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        template_labels
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+    };
+    let count = |n: usize| n as i32;
+    let previous = rs.status.clone().unwrap_or_default();
+    ReplicaSetStatus {
+        replicas: count(pods.len()),
+        fully_labeled_replicas: Some(count(pods.iter().filter(fully_labeled).count())),
+        ready_replicas: Some(count(pods.iter().filter(|p| is_ready(p)).count())),
+        available_replicas: Some(count(
+            pods.iter()
+                .filter(|p| is_available(p, min_ready, now))
+                .count(),
+        )),
+        observed_generation: rs.metadata.generation,
+        conditions: failure_conditions(previous.conditions.unwrap_or_default(), failure, now),
+        ..previous
+    }
+}
+
+/// Sets or clears the `ReplicaFailure` condition; `None` when no condition remains.
+fn failure_conditions(
+    mut conditions: Vec<ReplicaSetCondition>,
+    failure: Option<(&str, String)>,
+    now: jiff::Timestamp,
+) -> Option<Vec<ReplicaSetCondition>> {
+    let existing = conditions.iter().position(|c| c.type_ == "ReplicaFailure");
+    match (failure, existing) {
+        (None, Some(index)) => {
+            conditions.remove(index);
+        }
+        (Some((reason, message)), existing) => {
+            if existing.is_some_and(|i| conditions[i].reason.as_deref() == Some(reason)) {
+                return Some(conditions);
+            }
+            conditions.retain(|c| c.type_ != "ReplicaFailure");
+            conditions.push(ReplicaSetCondition {
+                type_: "ReplicaFailure".into(),
+                status: "True".into(),
+                reason: Some(reason.to_string()),
+                message: Some(message),
+                last_transition_time: Some(Time(now)),
+            });
+        }
+        (None, None) => {}
+    }
+    (!conditions.is_empty()).then_some(conditions)
+}
+
+#[cfg(test)]
+#[path = "pods_tests.rs"]
+mod tests;
