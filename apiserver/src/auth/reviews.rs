@@ -25,7 +25,12 @@ use crate::AppState;
 
 type Caller = Option<Extension<UserInfo>>;
 
+/// The review in the request: JSON, or protobuf as kubectl's typed client sends it.
 fn body_json(body: &[u8]) -> ApiResult<Value> {
+    if body.starts_with(b"k8s\0") {
+        return crate::protobuf::decode(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid review: {e}")));
+    }
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid review: {e}")))
 }
 
