@@ -35,6 +35,7 @@ pub mod drain;
 pub mod files;
 pub mod kubeconfig;
 pub mod pki;
+pub mod secure;
 pub mod supervisor;
 
 pub use cluster::{Cluster, ClusterConfig, ClusterState, ComponentState, Mode};
