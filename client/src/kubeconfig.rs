@@ -69,18 +69,32 @@ pub fn kubeconfig_path(explicit: Option<&Path>) -> Option<PathBuf> {
 
 /// Reads the kubeconfig at `path` and resolves its current context.
 pub fn load(path: &Path) -> Result<ClientConfig> {
+    load_context(path, None)
+}
+
+/// Reads the kubeconfig at `path` and resolves `context` (`None`: its current context).
+pub fn load_context(path: &Path, context: Option<&str>) -> Result<ClientConfig> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Kubeconfig(format!("reading {}: {e}", path.display())))?;
     let base = path.parent().unwrap_or(Path::new("."));
-    parse(&text, base).map_err(|e| Error::Kubeconfig(format!("{}: {e}", path.display())))
+    parse_context(&text, base, context)
+        .map_err(|e| Error::Kubeconfig(format!("{}: {e}", path.display())))
 }
 
 /// Parses a kubeconfig's text; relative paths inside resolve against `base`.
 pub fn parse(text: &str, base: &Path) -> Result<ClientConfig, String> {
+    parse_context(text, base, None)
+}
+
+/// Like [`parse`], for `context` instead of the current one.
+pub fn parse_context(
+    text: &str,
+    base: &Path,
+    context: Option<&str>,
+) -> Result<ClientConfig, String> {
     let config: Kubeconfig = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
-    let context_name = config
-        .current_context
-        .as_deref()
+    let context_name = context
+        .or(config.current_context.as_deref())
         .filter(|c| !c.is_empty())
         .ok_or("no current-context")?;
     let context = find(&config.contexts, context_name, "context")?;

@@ -7,6 +7,7 @@ mod delete;
 mod errors;
 mod get;
 mod global_flags;
+mod secure;
 mod watcher;
 
 use std::process::Output;
