@@ -18,6 +18,9 @@
 //! - [`grace`]: which grace period a pod gets, for the API server and the kubelet alike;
 //! - [`workloads`]: defaults and validation of apps/v1 Deployments and ReplicaSets.
 //!
+//! minik leaves out: more than one version of a kind (so no conversion), protobuf types, apply
+//! configurations and the internal (hub) types upstream converts through.
+//!
 //! Read next: `apiserver/src/lib.rs`, where these objects are stored and served.
 
 pub mod defaults;

@@ -33,6 +33,15 @@ impl ResourceInfo {
             .unwrap_or("")
     }
 
+    /// The resource as error messages name it: `pods`, `deployments.apps` (upstream's
+    /// `GroupResource.String()`).
+    pub fn group_resource(&self) -> String {
+        match self.group() {
+            "" => self.plural.to_string(),
+            group => format!("{}.{group}", self.plural),
+        }
+    }
+
     /// The path prefix of the kind's group and version: `/api/v1` or `/apis/{group}/{version}`.
     pub fn group_version_path(&self) -> String {
         if self.group().is_empty() {

@@ -27,9 +27,16 @@ pub fn success(kind: &str, name: &str) -> Status {
     }
 }
 
-fn details(kind: &str, name: &str) -> StatusDetails {
+/// `details` of a Status about one object; `resource` is `pods` or `deployments.apps`, which
+/// upstream splits into the resource (`kind`) and its `group`.
+fn details(resource: &str, name: &str) -> StatusDetails {
+    let (kind, group) = match resource.split_once('.') {
+        Some((kind, group)) => (kind, Some(group.to_string())),
+        None => (resource, None),
+    };
     StatusDetails {
         kind: Some(kind.to_string()),
+        group,
         name: Some(name.to_string()),
         ..StatusDetails::default()
     }
@@ -45,7 +52,8 @@ pub fn bad_request(message: impl Into<String>) -> Status {
     failure(400, "BadRequest", message)
 }
 
-/// 404 NotFound: `pods "web" not found`. `plural` is the resource name (`pods`).
+/// 404 NotFound: `pods "web" not found`. `plural` is the resource name with its group for named
+/// groups (`pods`, `deployments.apps`), as `ResourceInfo::group_resource` gives it.
 pub fn not_found(plural: &str, name: &str) -> Status {
     with_details(
         failure(404, "NotFound", format!("{plural} \"{name}\" not found")),

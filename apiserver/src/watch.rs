@@ -77,7 +77,7 @@ pub fn serve_watch(
 ) -> ApiResult<Response> {
     check_field_selector(target.info.kind, &options.fields)?;
     let prefix = target.prefix();
-    let storage_error = |e| ApiError::from_storage(e, target.info.plural, "");
+    let storage_error = |e| ApiError::from_storage(e, &target.info.group_resource(), "");
     let from_now = options.send_initial_events
         || matches!(options.resource_version.as_deref(), None | Some("0"));
     let (initial, start) = if from_now {

@@ -1,7 +1,9 @@
 //! The `minik` binary: kubectl-like verbs, `minik up`, and every component as a subcommand.
 //!
 //! Kubernetes counterpart: `kubectl` and the `cmd/kube-*` mains. As kubectl does, every failure is
-//! one line on stderr and exit code 1, usage errors included (clap alone would exit 2).
+//! one line on stderr and exit code 1, usage errors included (clap alone would exit 2). Left out of
+//! kubectl: plugins, `edit`, `exec`/`attach`/`port-forward`/`cp`, and most output formats beyond
+//! tables, wide, yaml, json and name.
 //! Read next: `commands/mod.rs` for the subcommands, `printers/` for `get`'s columns.
 
 mod commands;

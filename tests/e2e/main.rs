@@ -13,6 +13,7 @@ mod scheduling; // unschedulable pods, spreading over nodes
 mod services; // endpoints and the proxy
 mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress deadline
 mod up; // minik up, status, down
+mod workload_faults; // scaling mid-rollout, the controller manager killed with -9
 
 /// Shared helpers for the scenarios.
 mod support;

@@ -75,14 +75,14 @@ fn counts(pods: &BTreeMap<String, Pod>) -> Counts {
 
 /// Follows the pods labelled `app=NAME` on a watch and keeps the extremes of their counts from
 /// the moment it is started; `latest` shows the current map.
-struct Sampler {
+pub struct Sampler {
     peaks: watch::Receiver<Peaks>,
     latest: watch::Receiver<BTreeMap<String, Pod>>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Sampler {
-    async fn start(api: Api<Pod>, app: &str, baseline_available: usize) -> Sampler {
+    pub async fn start(api: Api<Pod>, app: &str, baseline_available: usize) -> Sampler {
         let params = ListParams::default().labels(&format!("app={app}"));
         let (peaks_tx, peaks) = watch::channel(Peaks {
             min_available: baseline_available,
@@ -133,11 +133,11 @@ impl Sampler {
         }
     }
 
-    fn peaks(&self) -> Peaks {
+    pub fn peaks(&self) -> Peaks {
         self.peaks.borrow().clone()
     }
 
-    fn pods(&self) -> BTreeMap<String, Pod> {
+    pub fn pods(&self) -> BTreeMap<String, Pod> {
         self.latest.borrow().clone()
     }
 }

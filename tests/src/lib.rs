@@ -23,6 +23,9 @@
 //! web`), found next to the test executable, so run `cargo build --workspace --bins` before
 //! `cargo test --workspace`.
 //!
+//! Left out from upstream's frameworks: namespaces per test (each test has a cluster of its own),
+//! Ginkgo-style specs and conformance tagging.
+//!
 //! Read next: `tests/e2e/main.rs`, the end-to-end scenarios built on this crate.
 
 pub mod cluster;

@@ -59,7 +59,7 @@ pub async fn delete_collection(state: &AppState, request: &ApiRequest) -> ApiRes
     let (records, revision) = state
         .storage
         .list(&target.prefix())
-        .map_err(|e| ApiError::from_storage(e, target.info.plural, ""))?;
+        .map_err(|e| ApiError::from_storage(e, &target.info.group_resource(), ""))?;
     let mut items = Vec::new();
     for record in records.iter().filter(|r| matches(&selectors, &r.value)) {
         let name = record.value["metadata"]["name"]

@@ -26,10 +26,10 @@ pub fn get(state: &AppState, target: &Target, output: Output) -> ApiResult<Respo
     let record = state
         .storage
         .get(&target.key())
-        .map_err(|e| ApiError::from_storage(e, target.info.plural, target.name()))?
+        .map_err(|e| ApiError::from_storage(e, &target.info.group_resource(), target.name()))?
         .ok_or_else(|| {
             ApiError::from(minik_api::status::not_found(
-                target.info.plural,
+                &target.info.group_resource(),
                 target.name(),
             ))
         })?;
@@ -63,7 +63,7 @@ pub fn list(
     let (records, revision) = state
         .storage
         .list(&target.prefix())
-        .map_err(|e| ApiError::from_storage(e, target.info.plural, ""))?;
+        .map_err(|e| ApiError::from_storage(e, &target.info.group_resource(), ""))?;
     let after = match &options.continue_token {
         Some(token) => Some(decode_continue(token)?),
         None => None,

@@ -26,8 +26,13 @@ pub fn get(state: &AppState, target: &Target) -> ApiResult<Response> {
     let record = state
         .storage
         .get(&target.key())
-        .map_err(|e| ApiError::from_storage(e, target.info.plural, target.name()))?
-        .ok_or_else(|| ApiError::from(status::not_found(target.info.plural, target.name())))?;
+        .map_err(|e| ApiError::from_storage(e, &target.info.group_resource(), target.name()))?
+        .ok_or_else(|| {
+            ApiError::from(status::not_found(
+                &target.info.group_resource(),
+                target.name(),
+            ))
+        })?;
     Ok(json_response(StatusCode::OK, &scale_of(&record.value)))
 }
 

@@ -107,7 +107,7 @@ async fn create_object(
         .storage
         .create(&key, object)
         .await
-        .map_err(|e| ApiError::from_storage(e, info.plural, &name))?;
+        .map_err(|e| ApiError::from_storage(e, &info.group_resource(), &name))?;
     info!(kind = info.kind, key = %key, revision = record.revision, "created object");
     Ok(json_response(StatusCode::CREATED, record.value.as_ref()))
 }
@@ -118,7 +118,7 @@ fn stored(state: &AppState, request: &ApiRequest) -> ApiResult<Option<crate::sto
     state
         .storage
         .get(&target.key())
-        .map_err(|e| ApiError::from_storage(e, target.info.plural, target.name()))
+        .map_err(|e| ApiError::from_storage(e, &target.info.group_resource(), target.name()))
 }
 
 /// Creates `body` under the name in the URL: the path of a PUT or an apply that finds nothing

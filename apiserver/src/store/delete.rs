@@ -48,7 +48,8 @@ pub async fn delete_one(
     name: &str,
     options: &DeleteOptions,
 ) -> ApiResult<Deleted> {
-    let (kind, plural) = (target.info.kind, target.info.plural);
+    let group_resource = target.info.group_resource();
+    let (kind, plural) = (target.info.kind, group_resource.as_str());
     let storage_error = |e| ApiError::from_storage(e, plural, name);
     let policy = propagation::parse(options.propagation_policy.as_deref())?;
     for _ in 0..MAX_ATTEMPTS {

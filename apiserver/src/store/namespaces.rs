@@ -61,7 +61,7 @@ pub async fn delete_contents(state: &AppState, namespace: &str, marked: Value) -
         let (records, _) = state
             .storage
             .list(&prefix)
-            .map_err(|e| ApiError::from_storage(e, info.plural, ""))?;
+            .map_err(|e| ApiError::from_storage(e, &info.group_resource(), ""))?;
         for record in records {
             let name = record.value["metadata"]["name"]
                 .as_str()

@@ -29,7 +29,8 @@ pub async fn guaranteed_update(
     dry_run: bool,
     transform: impl Fn(&Value) -> ApiResult<Value>,
 ) -> ApiResult<Value> {
-    let (plural, name, key) = (target.info.plural, target.name(), target.key());
+    let group_resource = target.info.group_resource();
+    let (plural, name, key) = (group_resource.as_str(), target.name(), target.key());
     let storage_error = |e| ApiError::from_storage(e, plural, name);
     for _ in 0..MAX_ATTEMPTS {
         let stored = state

@@ -1,4 +1,5 @@
-//! `minik delete KIND NAME… [--grace-period N] [--force] [--now] [--wait=true|false]`.
+//! `minik delete KIND NAME… [--grace-period N] [--force] [--now] [--wait=true|false]
+//! [--cascade=background|foreground|orphan]`.
 //!
 //! Kubernetes counterpart: `kubectl delete` (`staging/src/k8s.io/kubectl/pkg/cmd/delete/delete.go`).
 //! The flags become `DeleteOptions.gracePeriodSeconds` by kubectl's rules
@@ -7,7 +8,9 @@
 //! a warning and says `force deleted`. With `--wait` (the default), minik returns once the object
 //! is gone, which for a running pod means: after the kubelet stopped its containers and removed it.
 //! The wait is a watch with `fieldSelector=metadata.name=NAME` from the resourceVersion of a list,
-//! never a polling loop.
+//! never a polling loop. `--cascade` becomes `propagationPolicy` (kubectl's `GetCascadingStrategy`):
+//! with `foreground` the owner stays (with the `foregroundDeletion` finalizer) until the garbage
+//! collector removed its dependents, so `--wait` returns only once they are gone too.
 
 use std::time::Duration;
 
@@ -56,6 +59,23 @@ pub struct DeleteArgs {
     /// Delete every object of the kind.
     #[arg(long)]
     pub all: bool,
+    /// What happens to the objects' dependents (pods of a ReplicaSet, ReplicaSets of a
+    /// Deployment): `background` (deleted after the owner), `foreground` (before it), `orphan`
+    /// (left running).
+    #[arg(long, default_value = "background", num_args = 0..=1, default_missing_value = "background")]
+    pub cascade: String,
+}
+
+/// The `propagationPolicy` for `--cascade` (kubectl still takes the deprecated `true`/`false`).
+pub fn propagation_policy(cascade: &str) -> anyhow::Result<&'static str> {
+    match cascade {
+        "background" | "true" => Ok("Background"),
+        "foreground" => Ok("Foreground"),
+        "orphan" | "false" => Ok("Orphan"),
+        other => bail!(
+            "invalid cascade value ({other}). Must be \"background\", \"foreground\", or \"orphan\""
+        ),
+    }
 }
 
 /// The `gracePeriodSeconds` kubectl sends for these flags, or `None` for the server's default.
@@ -75,6 +95,7 @@ pub fn grace_period(grace_period: i64, force: bool, now: bool) -> anyhow::Result
 /// Runs `minik delete`.
 pub async fn delete(args: DeleteArgs, flags: &GlobalFlags) -> anyhow::Result<()> {
     let grace = grace_period(args.grace_period, args.force, args.now)?;
+    let policy = propagation_policy(&args.cascade)?;
     let client = flags.client()?;
     let objects = resolve(&client, &args, flags.namespace()).await?;
     let force = grace == Some(0);
@@ -83,7 +104,7 @@ pub async fn delete(args: DeleteArgs, flags: &GlobalFlags) -> anyhow::Result<()>
     }
     let verb = if force { "force deleted" } else { "deleted" };
     let mut body =
-        json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
+        json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy});
     if let Some(grace) = grace {
         body["gracePeriodSeconds"] = json!(grace);
     }
@@ -292,5 +313,17 @@ mod tests {
             "--now is 1"
         );
         assert!(grace_period(3, false, true).is_err());
+    }
+
+    #[test]
+    fn cascade_names_the_propagation_policy() {
+        assert_eq!(propagation_policy("background").unwrap(), "Background");
+        assert_eq!(propagation_policy("foreground").unwrap(), "Foreground");
+        assert_eq!(propagation_policy("orphan").unwrap(), "Orphan");
+        assert_eq!(propagation_policy("false").unwrap(), "Orphan");
+        assert_eq!(
+            propagation_policy("sideways").unwrap_err().to_string(),
+            "invalid cascade value (sideways). Must be \"background\", \"foreground\", or \"orphan\""
+        );
     }
 }

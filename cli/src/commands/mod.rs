@@ -1,7 +1,7 @@
 //! The `minik` command line: one subcommand per verb, one file per subcommand.
 //!
 //! Kubernetes counterpart: kubectl's command tree (`staging/src/k8s.io/kubectl/pkg/cmd/cmd.go`) for
-//! `apply`, `get`, `delete`, `describe`, `logs`, and the component binaries (`cmd/kube-*`) for
+//! `apply`, `get`, `delete`, `describe`, `logs`, `scale`, `rollout`, and the component binaries (`cmd/kube-*`) for
 //! `apiserver`, `scheduler`, `kubelet`, `endpoint-controller`, `proxy`. `up`, `down`, `status` run a
 //! whole cluster on the laptop (like `kind`, through `minik-cluster`), `demo` replays the seeds'
 //! experiments and `bench` measures minik (both in `minik-lab`; here only their flags).
@@ -17,9 +17,12 @@ pub mod get;
 mod get_watch;
 pub mod logs;
 pub mod resources;
+pub mod rollout;
+pub mod scale;
 pub mod status;
 pub mod up;
 pub mod version;
+mod workloads;
 
 use clap::{Parser, Subcommand};
 
@@ -47,6 +50,10 @@ pub enum Command {
     Describe(describe::DescribeArgs),
     /// Print a container's log.
     Logs(logs::LogsArgs),
+    /// Set the replicas of a Deployment or ReplicaSet.
+    Scale(scale::ScaleArgs),
+    /// Manage a Deployment's rollout: status, history, undo, pause, resume, restart.
+    Rollout(rollout::RolloutArgs),
     /// Print the client and server versions.
     Version(version::VersionArgs),
     /// Start a whole cluster (apiserver, scheduler, kubelets, endpoint-controller, proxy).
@@ -82,6 +89,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Delete(args) => delete::delete(args, flags).await,
         Command::Describe(args) => describe::describe(args, flags).await,
         Command::Logs(args) => logs::logs(args, flags).await,
+        Command::Scale(args) => scale::scale(args, flags).await,
+        Command::Rollout(args) => rollout::rollout(args, flags).await,
         Command::Version(args) => version::version(args, flags).await,
         Command::Up(args) => up::up(args).await,
         Command::Down(args) => down::down(args).await,

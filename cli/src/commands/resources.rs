@@ -85,9 +85,16 @@ fn running_secure_kubeconfig() -> Option<PathBuf> {
     (state.server.starts_with("https://") && path.is_file()).then_some(path)
 }
 
-/// A kind as the user typed it (`po`, `svc`, `Pod`, `pods`), or kubectl's error.
+/// A kind as the user typed it (`po`, `svc`, `Pod`, `pods`, or qualified by its group as
+/// `-o name` prints it: `deployment.apps`), or kubectl's error.
 pub fn kind(name: &str) -> anyhow::Result<&'static ResourceInfo> {
-    lookup(name).ok_or_else(|| anyhow!("the server doesn't have a resource type \"{name}\""))
+    let qualified = || {
+        let (resource, group) = name.split_once('.')?;
+        lookup(resource).filter(|info| info.group() == group)
+    };
+    lookup(name)
+        .or_else(qualified)
+        .ok_or_else(|| anyhow!("the server doesn't have a resource type \"{name}\""))
 }
 
 /// `/api/v1/namespaces/{ns}/pods` (or every namespace / cluster-scoped: `/api/v1/pods`, `/api/v1/nodes`).
@@ -145,7 +152,7 @@ pub fn targets(args: &[String]) -> anyhow::Result<Vec<(&'static ResourceInfo, Op
     // kubectl's `all` category, as far as minik serves its kinds.
     let expanded = first.split(',').flat_map(|k| {
         if k == "all" {
-            vec!["pods", "services"]
+            vec!["pods", "services", "deployments", "replicasets"]
         } else {
             vec![k]
         }
@@ -191,6 +198,12 @@ mod tests {
             (slashed[1].0.plural, slashed[1].1.as_deref()),
             ("services", Some("b"))
         );
+        let qualified = targets(&args(&["deployment.apps/web", "replicasets.apps/web-1"])).unwrap();
+        assert_eq!(
+            (qualified[0].0.kind, qualified[1].0.kind),
+            ("Deployment", "ReplicaSet")
+        );
+        assert!(targets(&args(&["deployment.batch/web"])).is_err());
         assert_eq!(
             targets(&args(&["statefulsets"])).unwrap_err().to_string(),
             "the server doesn't have a resource type \"statefulsets\""

@@ -1,6 +1,8 @@
 //! End-to-end tests of the `minik` binary: each test starts a real apiserver in-process on
 //! 127.0.0.1:0 over a temp dir, then runs `minik` as a child process against it, checking stdout,
 //! stderr and the exit code exactly as a user (or a script written for kubectl) would see them.
+//! `workloads.rs` needs pods that really run: it starts a whole cluster (scheduler, kubelet,
+//! controller manager) in-process through `minik-cluster` instead.
 
 mod apply;
 mod delete;
@@ -9,6 +11,7 @@ mod get;
 mod global_flags;
 mod secure;
 mod watcher;
+mod workloads;
 
 use std::process::Output;
 use std::time::Duration;

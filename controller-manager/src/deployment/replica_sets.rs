@@ -23,6 +23,8 @@ use crate::ownership::{adopt_patch, claim, controller_ref, release_patch, Claim}
 pub(super) struct ReplicaSets {
     pub(super) new: Option<ReplicaSet>,
     pub(super) old: Vec<ReplicaSet>,
+    /// The new RS was created by this sync (Progressing becomes `NewReplicaSetCreated`).
+    pub(super) created: bool,
 }
 
 impl ReplicaSets {
@@ -61,7 +63,9 @@ impl DeploymentController {
             .unwrap_or(0)
             + 1;
         let rollout = rollout_of(d);
-        let new = match new.into_iter().next() {
+        let existing = new.into_iter().next();
+        let created = existing.is_none() && create;
+        let new = match existing {
             Some(rs) => Some(self.sync_new_annotations(d, rs, revision, &rollout).await?),
             None if create => Some(self.create_new(key, d, &old, revision, &rollout).await?),
             None => None,
@@ -69,7 +73,7 @@ impl DeploymentController {
         if let Some(rs) = &new {
             self.sync_deployment_revision(d, &rs.metadata).await?;
         }
-        Ok(ReplicaSets { new, old })
+        Ok(ReplicaSets { new, old, created })
     }
 
     pub(super) async fn sync_new_annotations(

@@ -266,6 +266,15 @@ impl DeploymentController {
         let mut new_status =
             status::calculate_status(d, &sets.all(), sets.new.as_ref(), &rollout_of(d), now);
         let new_name = sets.new.as_ref().and_then(|rs| rs.metadata.name.as_deref());
+        if sets.created && status::progress_deadline(d).is_some() {
+            let message = format!(
+                "Created new replica set \"{}\"",
+                new_name.unwrap_or_default()
+            );
+            let created =
+                status::condition("Progressing", "True", reason::NEW_RS_CREATED, message, now);
+            status::set_condition(&mut new_status, created);
+        }
         status::sync_progress(d, &mut new_status, new_name, now);
         if let Some(after) = status::requeue_after(d, &new_status, now) {
             self.queue.add_after(key.clone(), after);

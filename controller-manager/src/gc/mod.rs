@@ -4,7 +4,7 @@
 //! Kubernetes counterpart: `pkg/controller/garbagecollector/` (`garbagecollector.go`,
 //! `graph_builder.go`). The apiserver only marks an owner deleted with `propagationPolicy`
 //! Foreground (finalizer `foregroundDeletion`) or Orphan (finalizer `orphan`); everything else
-//! happens here (docs/workloads.md#garbage-collection):
+//! happens here (docs/workloads.md#garbage-collector):
 //!
 //! - **Background** (the owner is gone at once): each dependent now has a dangling reference and,
 //!   with no other solid owner, is deleted;

@@ -7,12 +7,12 @@
 //! Which pods go first on scale-down (`rank`), the first rule that differs decides:
 //! unscheduled < scheduled; Pending < Unknown < Running; not ready < ready; lower
 //! `controller.kubernetes.io/pod-deletion-cost`; both ready: ready more recently; more container
-//! restarts; created more recently. Times compare by ⌊log2(age)⌋ buckets, ties broken by uid
-//! (LogarithmicScaleDown, GA since v1.31).
+//! restarts; created more recently. Times compare by ⌊log2(age)⌋ buckets (LogarithmicScaleDown,
+//! GA since v1.31), the last ties broken by uid.
 //!
 //! minik simplifies: no co-location rank (rule 5, pods of related ReplicaSets on the same node).
 
-use std::cmp::Ordering;
+use std::cmp::{Ordering, Reverse};
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
@@ -74,39 +74,65 @@ pub fn pods_to_delete<'a>(pods: &[&'a Pod], count: usize, now: jiff::Timestamp) 
 
 /// `ActivePodsWithRanks.Less` as an ordering: `Less` means `a` is deleted before `b`.
 pub fn rank(a: &Pod, b: &Pod, now: jiff::Timestamp) -> Ordering {
-    let scheduled = |pod: &Pod| {
-        pod.spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .is_some_and(|n| !n.is_empty())
-    };
-    let phase = |pod: &Pod| match pod.status.as_ref().and_then(|s| s.phase.as_deref()) {
+    rank_key(a, now).cmp(&rank_key(b, now))
+}
+
+/// The rules as one sort key, so the order is total. Upstream's comparator breaks a tie inside a
+/// log2 bucket by uid at once, which is not transitive (Go's sort tolerates it, Rust's panics);
+/// here pods in the same buckets are ordered by restarts, then creation bucket, then uid.
+fn rank_key(
+    pod: &Pod,
+    now: jiff::Timestamp,
+) -> (bool, u8, bool, i32, i64, Reverse<i32>, i64, Option<String>) {
+    let scheduled = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty());
+    let phase = match pod.status.as_ref().and_then(|s| s.phase.as_deref()) {
         Some("Unknown") => 1,
         Some("Running") => 2,
         _ => 0,
     };
-    let cost = |pod: &Pod| {
-        pod.metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(POD_DELETION_COST))
-            .and_then(|value| value.parse::<i32>().ok())
-            .unwrap_or(0)
+    let cost = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(POD_DELETION_COST))
+        .and_then(|value| value.parse::<i32>().ok())
+        .unwrap_or(0);
+    let ready = is_ready(pod);
+    // Only compared between two ready pods: readiness itself came first.
+    let ready_bucket = if ready {
+        age_bucket(ready_time(pod), now)
+    } else {
+        0
     };
-    scheduled(a)
-        .cmp(&scheduled(b))
-        .then_with(|| phase(a).cmp(&phase(b)))
-        .then_with(|| is_ready(a).cmp(&is_ready(b)))
-        .then_with(|| cost(a).cmp(&cost(b)))
-        .then_with(|| match (is_ready(a), is_ready(b)) {
-            (true, true) => newer_first(a, b, ready_time(a), ready_time(b), now),
-            _ => Ordering::Equal,
-        })
-        .then_with(|| max_restarts(b).cmp(&max_restarts(a)))
-        .then_with(|| {
-            let created = |pod: &Pod| pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
-            newer_first(a, b, created(a), created(b), now)
-        })
+    let created = pod.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    (
+        scheduled,
+        phase,
+        ready,
+        cost,
+        ready_bucket,
+        Reverse(max_restarts(pod)),
+        age_bucket(created, now),
+        pod.metadata.uid.clone(),
+    )
+}
+
+/// ⌊log2(age in ns)⌋ (LogarithmicScaleDown): younger pods have smaller buckets and go first; a
+/// missing time counts as the newest.
+fn age_bucket(time: Option<jiff::Timestamp>, now: jiff::Timestamp) -> i64 {
+    let Some(time) = time else {
+        return -1;
+    };
+    let age = now.as_nanosecond() - time.as_nanosecond();
+    if age <= 0 {
+        -1
+    } else {
+        i64::from(age.ilog2())
+    }
 }
 
 fn ready_time(pod: &Pod) -> Option<jiff::Timestamp> {
@@ -122,36 +148,6 @@ fn max_restarts(pod: &Pod) -> i32 {
         .and_then(|s| s.container_statuses.as_ref())
         .and_then(|statuses| statuses.iter().map(|s| s.restart_count).max())
         .unwrap_or(0)
-}
-
-/// The more recent time first, a missing time counting as the most recent; with both known,
-/// ⌊log2(age in ns)⌋ buckets, and the smaller uid first within a bucket.
-fn newer_first(
-    a: &Pod,
-    b: &Pod,
-    time_a: Option<jiff::Timestamp>,
-    time_b: Option<jiff::Timestamp>,
-    now: jiff::Timestamp,
-) -> Ordering {
-    match (time_a, time_b) {
-        (a_time, b_time) if a_time == b_time => Ordering::Equal,
-        (None, _) => Ordering::Less,
-        (_, None) => Ordering::Greater,
-        (Some(time_a), Some(time_b)) => {
-            let bucket = |time: jiff::Timestamp| {
-                let age = now.as_nanosecond() - time.as_nanosecond();
-                if age <= 0 {
-                    -1
-                } else {
-                    age.ilog2() as i64
-                }
-            };
-            match bucket(time_a).cmp(&bucket(time_b)) {
-                Ordering::Equal => a.metadata.uid.cmp(&b.metadata.uid),
-                younger_first => younger_first,
-            }
-        }
-    }
 }
 
 /// The sizes of slow-start batches for `count` creates: 1, 2, 4, … (RS5).

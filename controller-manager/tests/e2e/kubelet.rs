@@ -8,8 +8,9 @@ use minik_client::{watcher, Api, Client, DeleteParams, Event, ListParams, Patch}
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-/// Runs until `shutdown`.
-pub fn start(client: Client, shutdown: CancellationToken) {
+/// Runs until `shutdown`. With `finish_deletes` false, a deleted pod stays Terminating for ever, as if
+/// its process took longer than the test to exit (seed 002's slow shutdown).
+pub fn start_with(client: Client, shutdown: CancellationToken, finish_deletes: bool) {
     tokio::spawn(async move {
         let mut events = Box::pin(watcher(
             Api::<Pod>::all(client.clone()),
@@ -27,18 +28,20 @@ pub fn start(client: Client, shutdown: CancellationToken) {
                 None => return,
             };
             for pod in pods {
-                act(&client, &pod).await;
+                act(&client, &pod, finish_deletes).await;
             }
         }
     });
 }
 
-async fn act(client: &Client, pod: &Pod) {
+async fn act(client: &Client, pod: &Pod, finish_deletes: bool) {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
     if pod.metadata.deletion_timestamp.is_some() {
-        let _ = pods.delete(name, &DeleteParams::grace(0)).await;
+        if finish_deletes {
+            let _ = pods.delete(name, &DeleteParams::grace(0)).await;
+        }
         return;
     }
     let bound = pod

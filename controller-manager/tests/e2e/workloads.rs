@@ -21,7 +21,7 @@ pub fn controller_manager(server: &Apiserver, identity: &str) -> CancellationTok
     shutdown
 }
 
-fn deployment(replicas: i32, image: &str) -> Deployment {
+pub fn deployment(replicas: i32, image: &str) -> Deployment {
     serde_json::from_value(json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web", "namespace": "default"},
@@ -43,7 +43,7 @@ pub fn live(pods: &[Pod]) -> Vec<&Pod> {
         .collect()
 }
 
-fn image(pod: &Pod) -> &str {
+pub fn image(pod: &Pod) -> &str {
     pod.spec
         .as_ref()
         .and_then(|s| s.containers[0].image.as_deref())
@@ -51,14 +51,14 @@ fn image(pod: &Pod) -> &str {
 }
 
 /// The Deployment's `deployment.kubernetes.io/revision` (its annotations bump its generation).
-fn revision(d: &Deployment) -> &str {
+pub fn revision(d: &Deployment) -> &str {
     let annotations = d.metadata.annotations.as_ref();
     annotations
         .and_then(|a| a.get("deployment.kubernetes.io/revision"))
         .map_or("", String::as_str)
 }
 
-fn complete(d: &Deployment, replicas: i32) -> bool {
+pub fn complete(d: &Deployment, replicas: i32) -> bool {
     let status = d.status.clone().unwrap_or_default();
     status.updated_replicas == Some(replicas)
         && status.available_replicas == Some(replicas)
@@ -84,10 +84,15 @@ impl Drop for Guard {
 }
 
 pub async fn workloads() -> Workloads {
+    workloads_with(true).await
+}
+
+/// [`workloads`] with a kubelet that finishes graceful deletes or leaves pods Terminating.
+pub async fn workloads_with(finish_deletes: bool) -> Workloads {
     minik_client::logging::init("test");
     let server = apiserver().await;
     let kubelet = CancellationToken::new();
-    crate::kubelet::start(server.client.clone(), kubelet.clone());
+    crate::kubelet::start_with(server.client.clone(), kubelet.clone(), finish_deletes);
     let client: Client = server.client.clone();
     Workloads {
         deployments: Api::namespaced(client.clone(), "default"),

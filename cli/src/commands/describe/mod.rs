@@ -1,7 +1,7 @@
-//! `minik describe pod|service|node NAME`: an object in kubectl's sections, then its Events.
+//! `minik describe pod|service|node|deployment|replicaset NAME`: an object in kubectl's sections, then its Events.
 //!
 //! Kubernetes counterpart: `kubectl describe` (`staging/src/k8s.io/kubectl/pkg/describe/describe.go`,
-//! `PodDescriber`, `ServiceDescriber`, `NodeDescriber`). Output is written as `Key:\tvalue` lines
+//! `PodDescriber`, `ServiceDescriber`, `NodeDescriber`, `DeploymentDescriber`, `ReplicaSetDescriber`). Output is written as `Key:\tvalue` lines
 //! and aligned by an elastic tabwriter (minwidth 0, padding 2), as kubectl does. The Events come
 //! from a list with `fieldSelector=involvedObject.name=…,involvedObject.namespace=…,involvedObject.uid=…`.
 //!
@@ -11,6 +11,7 @@
 mod node;
 mod pod;
 mod service;
+pub mod workloads;
 
 use std::io::Write as _;
 
@@ -78,7 +79,17 @@ pub async fn describe(args: DescribeArgs, flags: &GlobalFlags) -> anyhow::Result
             let pods = client.request_json(Method::GET, &pods_path, None).await?;
             node::describe(&mut out, &serde_json::from_value(object.clone())?, &pods);
         }
-        other => bail!("describing a {other} is not supported by minik (pod, service, node are)"),
+        "Deployment" => {
+            let deployment = serde_json::from_value(object.clone())?;
+            let sets = crate::commands::workloads::owned_replica_sets(&client, &deployment).await?;
+            workloads::describe_deployment(&mut out, &deployment, &sets);
+        }
+        "ReplicaSet" => {
+            let rs = serde_json::from_value(object.clone())?;
+            let pods = controlled_pods(&client, flags.namespace(), &object).await?;
+            workloads::describe_replica_set(&mut out, &rs, &pods);
+        }
+        other => bail!("describing a {other} is not supported by minik (pod, service, node, deployment, replicaset are)"),
     }
     events(
         &mut out,
@@ -87,6 +98,36 @@ pub async fn describe(args: DescribeArgs, flags: &GlobalFlags) -> anyhow::Result
     );
     print!("{}", out.render());
     Ok(())
+}
+
+/// The pods whose controller is `owner` (a ReplicaSet), for its `Pods Status` line.
+async fn controlled_pods(
+    client: &Client,
+    namespace: &str,
+    owner: &Value,
+) -> anyhow::Result<Vec<minik_api::core::Pod>> {
+    let uid = owner.pointer("/metadata/uid").and_then(Value::as_str);
+    let list = client
+        .request_json(
+            Method::GET,
+            &format!("/api/v1/namespaces/{namespace}/pods"),
+            None,
+        )
+        .await?;
+    let pods: Vec<minik_api::core::Pod> = match list.get("items") {
+        Some(items) => serde_json::from_value(items.clone())?,
+        None => Vec::new(),
+    };
+    Ok(pods
+        .into_iter()
+        .filter(|pod| {
+            pod.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == uid)
+        })
+        .collect())
 }
 
 /// The Events about an object, oldest first.

@@ -120,7 +120,18 @@ pub fn describe(out: &mut Lines, pod: &Pod) {
 }
 
 fn describe_container(out: &mut Lines, container: &Container, status: Option<&ContainerStatus>) {
-    out.line(1, &format!("{}:", container.name));
+    describe_container_at(out, "", container, status);
+}
+
+/// A container's block; `indent` goes before its name (a pod template's containers are one
+/// space further in: kubectl's `DescribePodTemplate`).
+pub(super) fn describe_container_at(
+    out: &mut Lines,
+    indent: &str,
+    container: &Container,
+    status: Option<&ContainerStatus>,
+) {
+    out.line(1, &format!("{indent}{}:", container.name));
     if let Some(status) = status {
         out.field(
             2,
@@ -306,7 +317,7 @@ fn describe_conditions(out: &mut Lines, pod: &Pod) {
     }
 }
 
-fn volume_line(volume: &minik_api::core::Volume) -> String {
+pub(super) fn volume_line(volume: &minik_api::core::Volume) -> String {
     let source = if volume.empty_dir.is_some() {
         "EmptyDir (a temporary directory that shares a pod's lifetime)".to_string()
     } else if let Some(host_path) = &volume.host_path {
