@@ -133,3 +133,65 @@ async fn plain_http_to_the_tls_port_gets_nothing() {
     .expect("in time");
     assert!(result.is_err() || !result.unwrap().status().is_success());
 }
+
+/// The cost of TLS, client-certificate authentication and RBAC on sequential creates and gets
+/// (run with `--ignored --nocapture`; prints, asserts nothing about speed).
+#[tokio::test]
+#[ignore]
+async fn tls_cost_on_creates_and_gets() {
+    use std::time::Instant;
+    const N: usize = 300;
+    let pod = |name: String| {
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    };
+    let plain_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let plain_url = format!("http://{}", plain_listener.local_addr().unwrap());
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(minik_apiserver::serve(
+        plain_listener,
+        minik_apiserver::StorageBackend::memory(10_000),
+        shutdown.clone(),
+    ));
+    let secure = SecureServer::start().await;
+    let clients = [
+        ("plain http", Client::new(&plain_url).unwrap()),
+        (
+            "tls + x509 + rbac (admin)",
+            secure.client(&Identity::admin()),
+        ),
+        (
+            "tls + token + rbac (alice)",
+            secure.token_client("alice-token"),
+        ),
+    ];
+    for (label, client) in clients {
+        let namespace = "/api/v1/namespaces/default/pods";
+        let prefix = label
+            .split(' ')
+            .next()
+            .unwrap()
+            .replace(['+', '(', ')'], "");
+        let started = Instant::now();
+        for i in 0..N {
+            let body = pod(format!("{prefix}-{}-{i}", label.len()));
+            let _ = client
+                .request_json(Method::POST, &namespace, Some(&body))
+                .await;
+        }
+        let creates = started.elapsed();
+        let started = Instant::now();
+        for _ in 0..N {
+            let _ = client
+                .request_json(Method::GET, "/api/v1/namespaces/default", None)
+                .await;
+        }
+        let gets = started.elapsed();
+        println!(
+            "{label}: create {:.0} µs, get {:.0} µs (mean of {N})",
+            creates.as_secs_f64() * 1e6 / N as f64,
+            gets.as_secs_f64() * 1e6 / N as f64
+        );
+    }
+    shutdown.cancel();
+}
