@@ -188,6 +188,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         return Err(Error::NotLoopback(config.listen));
     }
     std::fs::create_dir_all(&config.data_dir)?;
+    // The database is readable by its owner only (docs/security.md#local-control-plane).
+    std::fs::set_permissions(
+        &config.data_dir,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )?;
     let backend = StorageBackend::sled(&config.data_dir.join("sled"), config.event_window)?;
     let listener = TcpListener::bind(config.listen).await?;
     tracing::info!(data_dir = %config.data_dir.display(), event_window = config.event_window, "opened storage");

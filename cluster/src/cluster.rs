@@ -167,6 +167,9 @@ impl Cluster {
     /// `config.interrupt`), whatever was started is stopped again before the error is returned.
     pub async fn start(mut config: ClusterConfig) -> Result<Cluster> {
         config.listen = check_listen(config.listen)?;
+        // Private to its owner, secure or not (issue 16): a directory owned by someone else
+        // cannot be chmod-ed, so such a data dir is refused here.
+        crate::pki::private_dir(&config.data_dir)?;
         let log_dir = config.data_dir.join("logs");
         std::fs::create_dir_all(&log_dir)
             .map_err(|e| Error::io(format!("creating {}", log_dir.display()), e))?;
