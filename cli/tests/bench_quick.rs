@@ -25,6 +25,8 @@ const IDS: &[&str] = &[
     "idle_cpu",
     "cold_start_node_ready",
     "cold_start_first_pod",
+    "rollout_available",
+    "rollout_update",
 ];
 
 #[test]

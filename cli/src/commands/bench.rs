@@ -17,7 +17,7 @@ pub struct BenchArgs {
     #[arg(long, short = 'o', default_value = "table", value_parser = ["table", "json", "markdown"])]
     pub output: String,
     /// Run only these sections (comma separated): footprint, pods, endpoints, proxy, api, watch,
-    /// scheduling. The cold start always runs, since it starts the cluster.
+    /// rollout, scheduling. The cold start always runs, since it starts the cluster.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// Keep the cluster's data here instead of a temp dir (its filesystem decides fsync cost).

@@ -16,6 +16,8 @@
 //! 6. `proxy.rs`: bulk throughput and added latency through the proxy vs a direct connection;
 //! 3. `api.rs`: durable creates with 64 clients, write p99 under background load, GET p99;
 //! 4. `fanout.rs`: 100 watchers under 500 writes/s, then under as many writes as it takes;
+//! 9. `rollout.rs`: a 1 000-replica Deployment on hollow nodes, create → Available, then a full
+//!    rolling update (through the controller manager);
 //! 2. `scheduling.rs`: N pods onto M hollow nodes (`crate::hollow`), durable binds.
 //!
 //! Each measurement is bounded in time and failure-isolated: one that errors (a component still
@@ -33,6 +35,7 @@ mod footprint;
 mod pods;
 mod proxy;
 pub mod report;
+mod rollout;
 mod scheduling;
 mod startup;
 
@@ -65,8 +68,8 @@ pub struct BenchOptions {
     pub quick: bool,
     /// How the report is printed on stdout.
     pub format: Format,
-    /// Run only these sections: footprint, pods, endpoints, proxy, api, watch, scheduling (all
-    /// when empty). The cold start always runs, since it starts the cluster.
+    /// Run only these sections: footprint, pods, endpoints, proxy, api, watch, rollout,
+    /// scheduling (all when empty). The cold start always runs, since it starts the cluster.
     pub only: Vec<String>,
     /// Keep the cluster's data here instead of a temp dir (its filesystem decides fsync cost).
     pub data_dir: Option<PathBuf>,
@@ -211,6 +214,10 @@ async fn run_sections(ctx: &Bench, cluster: &Cluster, args: &BenchOptions) -> Ve
         say("measuring watch fan-out");
         rows.extend(guarded(fanout::templates(), limit, fanout::measure(ctx)).await);
     }
+    if wanted("rollout") {
+        say("measuring a Deployment rollout on hollow nodes");
+        rows.extend(guarded(rollout::templates(), limit, rollout::measure(ctx)).await);
+    }
     if wanted("scheduling") {
         say("measuring scheduling throughput");
         rows.extend(guarded(scheduling::templates(), limit, scheduling::measure(ctx)).await);
@@ -247,7 +254,7 @@ async fn guarded(
     }
 }
 
-/// Rows in the numbered order of the issue (1 … 8), whatever order they ran in.
+/// Rows in the numbered order of the issues (1 … 9), whatever order they ran in.
 fn order(mut rows: Vec<Row>) -> Vec<Row> {
     const ORDER: &[&str] = &[
         "pod_startup_sequential",
@@ -265,6 +272,8 @@ fn order(mut rows: Vec<Row>) -> Vec<Row> {
         "idle_cpu",
         "cold_start_node_ready",
         "cold_start_first_pod",
+        "rollout_available",
+        "rollout_update",
     ];
     rows.sort_by_key(|row| {
         ORDER
@@ -287,6 +296,7 @@ fn all_ids() -> Vec<&'static str> {
         api::templates(),
         fanout::templates(),
         scheduling::templates(),
+        rollout::templates(),
     ]
     .into_iter()
     .flatten()
@@ -331,6 +341,6 @@ mod tests {
         let mut unique = ids.clone();
         unique.dedup();
         assert_eq!(ids, unique);
-        assert_eq!(ids.len(), 15);
+        assert_eq!(ids.len(), 17);
     }
 }

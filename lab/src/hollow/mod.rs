@@ -28,7 +28,9 @@
 //! registration. The real kubelet (`minik-kubelet`) shares no code with this: a hollow node runs
 //! nothing, so it needs none of the kubelet's runtime, sandbox or pod workers.
 //!
-//! Used by `bench/scheduling.rs` (scheduler_perf's fake nodes). Read next: `pods.rs`.
+//! Used by `bench/scheduling.rs` (scheduler_perf's fake nodes) and `bench/rollout.rs` (a
+//! Deployment's pods become Available, and its old pods go, without a real kubelet). Read next:
+//! `pods.rs`.
 
 mod pods;
 
