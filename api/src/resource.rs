@@ -4,7 +4,8 @@
 //! kubectl learns that `po` means pods and that nodes are cluster-scoped. minik serves only the
 //! core/v1 kinds its pipeline needs, plus coordination.k8s.io Leases (node heartbeats) and
 //! discovery.k8s.io EndpointSlices (what `kubectl describe service` reads a Service's endpoints from)
-//! and the apps/v1 workloads (Deployments and the ReplicaSets they roll).
+//! and the apps/v1 workloads (Deployments and the ReplicaSets they roll), and the
+//! rbac.authorization.k8s.io/v1 roles and bindings the authorizer reads.
 
 /// What minik knows about one kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +133,38 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &["rs"],
         namespaced: true,
         api_version: "apps/v1",
+    },
+    ResourceInfo {
+        kind: "Role",
+        plural: "roles",
+        singular: "role",
+        short_names: &[],
+        namespaced: true,
+        api_version: "rbac.authorization.k8s.io/v1",
+    },
+    ResourceInfo {
+        kind: "ClusterRole",
+        plural: "clusterroles",
+        singular: "clusterrole",
+        short_names: &[],
+        namespaced: false,
+        api_version: "rbac.authorization.k8s.io/v1",
+    },
+    ResourceInfo {
+        kind: "RoleBinding",
+        plural: "rolebindings",
+        singular: "rolebinding",
+        short_names: &[],
+        namespaced: true,
+        api_version: "rbac.authorization.k8s.io/v1",
+    },
+    ResourceInfo {
+        kind: "ClusterRoleBinding",
+        plural: "clusterrolebindings",
+        singular: "clusterrolebinding",
+        short_names: &[],
+        namespaced: false,
+        api_version: "rbac.authorization.k8s.io/v1",
     },
 ];
 

@@ -53,6 +53,9 @@ pub enum NameRule {
     Label,
     /// DNS-1035 label (services).
     Dns1035,
+    /// Any path segment: not `.` or `..`, no `/` or `%` (RBAC kinds, `system:node` …;
+    /// `pkg/apis/rbac/validation`, `ValidateRBACName`).
+    PathSegment,
 }
 
 impl NameRule {
@@ -61,6 +64,7 @@ impl NameRule {
         match kind {
             "Namespace" => NameRule::Label,
             "Service" => NameRule::Dns1035,
+            "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => NameRule::PathSegment,
             _ => NameRule::Subdomain,
         }
     }
@@ -75,6 +79,10 @@ pub fn validate_name(name: &str, rule: NameRule) -> Vec<StatusCause> {
         NameRule::Subdomain => (is_dns1123_subdomain(name), DNS1123_SUBDOMAIN_MSG),
         NameRule::Label => (is_dns1123_label(name), DNS1123_LABEL_MSG),
         NameRule::Dns1035 => (is_dns1035_label(name), DNS1035_LABEL_MSG),
+        NameRule::PathSegment => (
+            !matches!(name, "." | "..") && !name.contains(['/', '%']),
+            "may not be '.' or '..' and may not contain '/' or '%'",
+        ),
     };
     if ok {
         vec![]

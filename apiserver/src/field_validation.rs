@@ -28,6 +28,7 @@ use minik_api::apps::{Deployment, ReplicaSet};
 use minik_api::core::{Endpoints, Event, Namespace, Node, Pod, Service};
 use minik_api::k8s_openapi::api::coordination::v1::Lease;
 use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
+use minik_api::k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
@@ -99,6 +100,10 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         "EndpointSlice" => ignored_by::<EndpointSlice>(value),
         "Deployment" => ignored_by::<Deployment>(value),
         "ReplicaSet" => ignored_by::<ReplicaSet>(value),
+        "Role" => ignored_by::<Role>(value),
+        "ClusterRole" => ignored_by::<ClusterRole>(value),
+        "RoleBinding" => ignored_by::<RoleBinding>(value),
+        "ClusterRoleBinding" => ignored_by::<ClusterRoleBinding>(value),
         _ => Vec::new(),
     }
 }

@@ -8,7 +8,8 @@
 //! How a request flows:
 //!
 //! 1. [`server`] accepts the connection (hyper, with a header-read timeout) and hands the request
-//!    to the axum [`router`]. A body over 3 MiB is refused with 413 before any handler runs.
+//!    to the axum [`router`]. A body over 3 MiB is refused with 413 before any handler runs, and
+//!    [`hygiene`] refuses browser `Origin`s, foreign `Host`s and `text/plain` writes.
 //! 2. [`request`] parses the path into a kind, namespace, name and subresource, and reads the
 //!    query and body; [`handlers`] dispatches on the verb: get, list, create, update, patch,
 //!    delete, or a [`watch`] stream.
@@ -26,8 +27,11 @@
 //! `managedFields`), [`protobuf`] (the bodies kubectl's typed `create` commands send) and [`logs`]
 //! (the pod log proxy to the kubelet).
 //!
-//! minik simplifies: no authentication, authorization or admission plugins (the namespace
-//! lifecycle and defaulting are built in), protobuf only for the request bodies kubectl sends that
+//! Started with `--tls-cert-file` and `--tls-private-key-file` it serves HTTPS ([`tls`]) and every
+//! request passes [`auth`] first: a client certificate (`--client-ca-file`) or a bearer token
+//! (`--token-auth-file`) names the user. Without those flags it serves plain http with no users.
+//!
+//! minik simplifies: no admission plugins (the namespace lifecycle and defaulting are built in), protobuf only for the request bodies kubectl sends that
 //! way (answers are JSON), one API version per kind, lists served from current state whatever
 //! `resourceVersion` they ask for, strategic-merge list keys from a hand-written table, and
 //! server-side apply tracking only appliers (no `Update` managers, so no conflicts with the
@@ -35,10 +39,12 @@
 //!
 //! Read next: `handlers/mod.rs` (routing), `registry/deletion.rs` (graceful delete), `watch.rs`.
 
+pub mod auth;
 pub mod discovery;
 pub mod error;
 pub mod field_validation;
 pub mod handlers;
+pub mod hygiene;
 pub mod ignored_fields;
 pub mod logs;
 pub mod openapi;
@@ -50,6 +56,7 @@ pub mod server;
 mod storage;
 pub mod store;
 pub mod table;
+pub mod tls;
 pub mod watch;
 pub mod watch_encode;
 
@@ -59,7 +66,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{any, get};
+use axum::routing::{any, get, post};
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -83,6 +90,10 @@ pub struct Config {
     pub event_window: usize,
     /// How often a watch with `allowWatchBookmarks=true` gets a BOOKMARK.
     pub bookmark_interval: Duration,
+    /// Serve HTTPS with these files (and authenticate every request); `None`: plain http.
+    pub tls: Option<tls::TlsFiles>,
+    /// Upstream's static token CSV (`token,user,uid[,"groups"]`).
+    pub token_auth_file: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -92,6 +103,8 @@ impl Default for Config {
             data_dir: PathBuf::from("minik-data"),
             event_window: 10_000,
             bookmark_interval: Duration::from_secs(60),
+            tls: None,
+            token_auth_file: None,
         }
     }
 }
@@ -111,6 +124,18 @@ pub struct Args {
     /// Interval between watch bookmarks (humantime: `60s`, `500ms`).
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub bookmark_interval: Duration,
+    /// Serve HTTPS with this certificate (PEM); needs --tls-private-key-file.
+    #[arg(long, requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The serving certificate's private key (PEM).
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// Accept client certificates signed by this CA (CN = user, O = groups).
+    #[arg(long, requires = "tls_cert_file")]
+    pub client_ca_file: Option<PathBuf>,
+    /// Accept the bearer tokens of this CSV file (`token,user,uid[,"g1,g2"]`).
+    #[arg(long, requires = "tls_cert_file")]
+    pub token_auth_file: Option<PathBuf>,
 }
 
 impl Args {
@@ -121,6 +146,15 @@ impl Args {
             data_dir: self.data_dir,
             event_window: self.event_window,
             bookmark_interval: self.bookmark_interval.max(Duration::from_millis(10)),
+            tls: self
+                .tls_cert_file
+                .zip(self.tls_private_key_file)
+                .map(|(cert_file, key_file)| tls::TlsFiles {
+                    cert_file,
+                    key_file,
+                    client_ca_file: self.client_ca_file,
+                }),
+            token_auth_file: self.token_auth_file,
         }
     }
 }
@@ -137,6 +171,8 @@ pub struct Shared {
     pub(crate) ip_allocation: tokio::sync::Mutex<()>,
     /// For the pod log proxy to the kubelets.
     pub(crate) http: reqwest::Client,
+    /// Who may do what; off for a plain-http server.
+    pub(crate) security: auth::Security,
 }
 
 /// The state handlers receive.
@@ -153,11 +189,18 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         return Err(Error::NotLoopback(config.listen));
     }
     std::fs::create_dir_all(&config.data_dir)?;
+    // The database is readable by its owner only (docs/security.md#local-control-plane).
+    std::fs::set_permissions(
+        &config.data_dir,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )?;
     let backend = StorageBackend::sled(&config.data_dir.join("sled"), config.event_window)?;
     let listener = TcpListener::bind(config.listen).await?;
     tracing::info!(data_dir = %config.data_dir.display(), event_window = config.event_window, "opened storage");
     let options = ServeOptions {
         bookmark_interval: config.bookmark_interval,
+        tls: config.tls,
+        token_auth_file: config.token_auth_file,
         ..ServeOptions::default()
     };
     serve_with(listener, backend, options, shutdown).await
@@ -196,6 +239,12 @@ pub struct ServeOptions {
     pub bookmark_interval: Duration,
     /// How long a client may take to send its request headers (30 s, hyper's default).
     pub header_read_timeout: Duration,
+    /// Serve HTTPS and authenticate every request (`None`: plain http, no users).
+    pub tls: Option<tls::TlsFiles>,
+    /// The most connections open at once; more wait in the listen backlog (slowloris bound).
+    pub max_connections: usize,
+    /// The static bearer tokens (only with `tls`).
+    pub token_auth_file: Option<PathBuf>,
 }
 
 impl Default for ServeOptions {
@@ -203,9 +252,16 @@ impl Default for ServeOptions {
         ServeOptions {
             bookmark_interval: Duration::from_secs(60),
             header_read_timeout: Duration::from_secs(30),
+            tls: None,
+            token_auth_file: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
+
+/// The default cap on open connections: room for thousands of watches and slow clients. Where the
+/// file limit is lower, accept fails with EMFILE first, which the accept loop survives.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 8192;
 
 /// Serves the API on a bound listener until `shutdown` (tests bind `127.0.0.1:0`).
 pub async fn serve(
@@ -228,7 +284,17 @@ pub async fn serve_with(
     if !is_loopback_v4(local) {
         return Err(Error::NotLoopback(local));
     }
+    let (acceptor, security) = security(&options)?;
     store::namespaces::bootstrap_namespaces(storage.as_ref()).await?;
+    if security.enabled() {
+        auth::bootstrap::ensure(storage.as_ref()).await?;
+        tokio::spawn(
+            security
+                .policy
+                .clone()
+                .watch_writes(storage.clone(), shutdown.clone()),
+        );
+    }
     let http = reqwest::Client::builder()
         .no_proxy()
         .build()
@@ -239,10 +305,13 @@ pub async fn serve_with(
         bookmark_interval: options.bookmark_interval,
         ip_allocation: tokio::sync::Mutex::new(()),
         http,
+        security,
     });
     server::serve_connections(
         listener,
         router(state),
+        acceptor,
+        options.max_connections,
         options.header_read_timeout,
         shutdown,
     )
@@ -250,8 +319,37 @@ pub async fn serve_with(
     Ok(())
 }
 
+/// The TLS acceptor and the authentication `options` ask for. A token file needs TLS: bearer
+/// tokens never travel in clear text.
+fn security(options: &ServeOptions) -> Result<(Option<tokio_rustls::TlsAcceptor>, auth::Security)> {
+    let Some(files) = &options.tls else {
+        if options.token_auth_file.is_some() {
+            return Err(Error::Io(std::io::Error::other(
+                "--token-auth-file needs --tls-cert-file",
+            )));
+        }
+        return Ok((None, auth::Security::default()));
+    };
+    let tokens = match &options.token_auth_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)?;
+            auth::authn::parse_token_file(&text)
+                .map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?
+        }
+        None => Default::default(),
+    };
+    tracing::info!(
+        client_ca = files.client_ca_file.is_some(),
+        tokens = tokens.len(),
+        "serving https with authentication"
+    );
+    let security = auth::Security::with_authenticator(auth::authn::Authenticator::new(tokens));
+    Ok((Some(tls::acceptor(files)?), security))
+}
+
 /// The HTTP routes: health, version and discovery, then every resource path.
 pub fn router(state: AppState) -> Router {
+    let authentication = axum::middleware::from_fn_with_state(state.clone(), auth::filter);
     Router::new()
         .route("/healthz", get(ok))
         .route("/readyz", get(ok))
@@ -261,6 +359,22 @@ pub fn router(state: AppState) -> Router {
         .route("/apis", get(discovery::api_groups))
         .route("/api/v1", get(discovery::core_v1))
         .route("/apis/{group}/{version}", get(discovery::group_version))
+        .route(
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            post(auth::reviews::self_subject_access_review),
+        )
+        .route(
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            post(auth::reviews::subject_access_review),
+        )
+        .route(
+            "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+            post(auth::reviews::self_subject_rules_review),
+        )
+        .route(
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            post(auth::reviews::self_subject_review),
+        )
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/{*path}", get(openapi::document))
         .route("/api/v1/{*rest}", any(handlers::core_resource))
@@ -272,6 +386,9 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
         .layer(DefaultBodyLimit::disable())
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(authentication)
+        // Before authentication, as upstream's CORS filter: browsers and foreign hosts go first.
+        .layer(axum::middleware::from_fn(hygiene::filter))
         // Outermost, so it also rewrites the limit layer's own plain-text 413.
         .layer(axum::middleware::map_response(
             server::plain_errors_as_status,

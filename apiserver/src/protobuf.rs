@@ -7,6 +7,8 @@
 //! POST with `Content-Type: application/vnd.kubernetes.protobuf` whatever the server prefers
 //! (docs/real-clients.md does not list this; found by running them).
 //!
+//! `kubectl auth can-i` sends its SelfSubjectAccessReview the same way.
+//!
 //! minik decodes only the fields those commands set: a Namespace's, a Service's and a
 //! Deployment's metadata (name, generateName, namespace, labels, annotations), the Service's spec
 //! (ports, selector, type, clusterIP, externalName) and the Deployment's replicas, selector and
@@ -26,7 +28,7 @@ pub enum Error {
     Malformed(&'static str),
     /// A kind minik has no protobuf schema for.
     #[error(
-        "protobuf bodies are only accepted for Namespace, Service and Deployment, not {0:?}; send JSON"
+        "protobuf bodies are only accepted for Namespace, Service, Deployment and access reviews, not {0:?}; send JSON"
     )]
     Unsupported(String),
 }
@@ -113,6 +115,36 @@ const CONTAINER_PORT: Schema = &[
     (4, Field::Str("protocol")),
 ];
 const ENV_VAR: Schema = &[(1, Field::Str("name")), (2, Field::Str("value"))];
+// authorization.k8s.io/v1 and authentication.k8s.io/v1 reviews (`kubectl auth can-i`, `whoami`).
+const RESOURCE_ATTRIBUTES: Schema = &[
+    (1, Field::Str("namespace")),
+    (2, Field::Str("verb")),
+    (3, Field::Str("group")),
+    (4, Field::Str("version")),
+    (5, Field::Str("resource")),
+    (6, Field::Str("subresource")),
+    (7, Field::Str("name")),
+];
+const NON_RESOURCE_ATTRIBUTES: Schema = &[(1, Field::Str("path")), (2, Field::Str("verb"))];
+const ACCESS_REVIEW_SPEC: Schema = &[
+    (1, Field::Message("resourceAttributes", RESOURCE_ATTRIBUTES)),
+    (
+        2,
+        Field::Message("nonResourceAttributes", NON_RESOURCE_ATTRIBUTES),
+    ),
+    (3, Field::Str("user")),
+    (4, Field::StrList("groups")),
+    (6, Field::Str("uid")),
+];
+const ACCESS_REVIEW: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::Message("spec", ACCESS_REVIEW_SPEC)),
+];
+const RULES_REVIEW: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::Message("spec", &[(1, Field::Str("namespace"))])),
+];
+const SELF_SUBJECT_REVIEW: Schema = &[(1, Field::Message("metadata", OBJECT_META))];
 
 /// One raw field: its number and its payload (a varint, or length-delimited bytes).
 enum Raw<'a> {
@@ -268,6 +300,9 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
         "Namespace" => NAMESPACE,
         "Service" => SERVICE,
         "Deployment" => DEPLOYMENT,
+        "SelfSubjectAccessReview" | "SubjectAccessReview" => ACCESS_REVIEW,
+        "SelfSubjectRulesReview" => RULES_REVIEW,
+        "SelfSubjectReview" => SELF_SUBJECT_REVIEW,
         _ => return Err(Error::Unsupported(kind)),
     };
     let mut object = message(raw, schema)?;

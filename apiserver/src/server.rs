@@ -9,34 +9,50 @@
 //! shutdown each connection is asked to finish gracefully; watch streams end on the same token, so
 //! the drain completes.
 
+use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::{header, StatusCode};
+use axum::http::{header, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use minik_api::status;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
 use tracing::{debug, info, warn};
 
 use crate::error::ApiError;
+use crate::tls;
 
 /// How long shutdown waits for in-flight requests before giving up on them.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Accepts connections until `shutdown`, then waits (bounded) for the open ones to finish.
+/// Accepts connections until `shutdown`, then waits (bounded) for the open ones to finish. With
+/// an `acceptor`, each connection first completes a TLS handshake (`tls.rs`).
 pub async fn serve_connections(
     listener: TcpListener,
     app: Router,
+    acceptor: Option<TlsAcceptor>,
+    max_connections: usize,
     header_read_timeout: Duration,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let connections = TaskTracker::new();
+    // A connection holds a permit until it closes; at the cap, new clients wait in the backlog.
+    let permits = Arc::new(Semaphore::new(max_connections.max(1)));
     loop {
+        let permit = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            permit = permits.clone().acquire_owned() => permit.expect("never closed"),
+        };
         let (stream, peer) = tokio::select! {
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
@@ -49,20 +65,25 @@ pub async fn serve_connections(
             },
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
+        let app = app.clone();
+        let acceptor = acceptor.clone();
         let shutdown = shutdown.clone();
         connections.spawn(async move {
-            let mut builder = http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(header_read_timeout);
-            let connection = builder.serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(connection);
-            let result = tokio::select! {
-                result = connection.as_mut() => result,
-                _ = shutdown.cancelled() => {
-                    connection.as_mut().graceful_shutdown();
-                    connection.await
+            let _permit = permit;
+            let result = match acceptor {
+                None => serve_one(TokioIo::new(stream), app, header_read_timeout, shutdown).await,
+                Some(acceptor) => {
+                    let Some((stream, user)) =
+                        tls::handshake(&acceptor, stream, header_read_timeout).await
+                    else {
+                        return;
+                    };
+                    // Every request on this connection carries the certificate's user.
+                    let app = app.map_request(move |mut request: Request<Incoming>| {
+                        request.extensions_mut().insert(user.clone());
+                        request
+                    });
+                    serve_one(TokioIo::new(stream), app, header_read_timeout, shutdown).await
                 }
             };
             if let Err(e) = result {
@@ -82,6 +103,36 @@ pub async fn serve_connections(
     }
     info!("apiserver stopped");
     Ok(())
+}
+
+/// Serves one connection with hyper, with the header-read timer, until it ends or `shutdown`.
+async fn serve_one<I, S>(
+    io: I,
+    service: S,
+    header_read_timeout: Duration,
+    shutdown: CancellationToken,
+) -> hyper::Result<()>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: tower::Service<Request<Incoming>, Response = Response, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    let connection = builder.serve_connection(io, TowerToHyperService::new(service));
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => result,
+        _ = shutdown.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    }
 }
 
 /// Turns the plain-text errors produced outside the handlers (413 from the body limit, 405 from a

@@ -9,8 +9,9 @@
 //! overrides whatever the kubeconfig says.
 //!
 //! minik simplifies: without `--context` it looks for the context named `minik` (the one
-//! `minik up` writes), whatever `current-context` says, and ignores users and certificates (plain
-//! http on loopback).
+//! `minik up` writes), whatever `current-context` says. With nothing named at all, a running
+//! `minik up --secure` is found through its `DATA/kubeconfig`; an https server's CA and
+//! credentials come from the kubeconfig context that named it (`commands/resources.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -70,7 +71,7 @@ fn resolve_server_from(
 }
 
 /// `$KUBECONFIG`'s files, else `~/.kube/config`.
-fn kubeconfig_paths() -> Vec<PathBuf> {
+pub fn kubeconfig_paths() -> Vec<PathBuf> {
     if let Ok(list) = std::env::var("KUBECONFIG") {
         if !list.is_empty() {
             return list

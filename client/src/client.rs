@@ -8,9 +8,16 @@
 //! a `Status` (a proxy's HTML page, a plain-text 500), the client synthesizes one from the HTTP code
 //! the way client-go's `NewGenericServerResponse` does, so callers always see [`Error::Api`].
 //!
-//! minik simplifies: plain http on loopback, no TLS, no auth, no protobuf, no retries (callers retry
-//! where Kubernetes' semantics say so: a watcher relists, a controller requeues).
+//! Transport: [`Client::new`] speaks plain http (a server started without TLS);
+//! [`Client::from_config`] and [`Client::from_kubeconfig`] speak https with the kubeconfig's CA
+//! (only it, never the system roots), client certificate or bearer token, as client-go's
+//! `rest.Config` does; [`Client::connect`] is what every component's `--server`/`--kubeconfig`
+//! flags call.
+//!
+//! minik simplifies: no protobuf, no retries (callers retry where Kubernetes' semantics say so: a
+//! watcher relists, a controller requeues), no exec credential plugins.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +31,7 @@ use minik_api::meta::Status;
 use minik_api::{Table, WatchEvent};
 
 use crate::error::{Error, Result};
+use crate::kubeconfig::{self, ClientConfig};
 use crate::watch_lines::watch_events;
 
 /// The `Accept` header of `kubectl get`: a `meta.k8s.io/v1` Table, else the plain object (a server
@@ -36,27 +44,60 @@ pub struct Client {
     http: reqwest::Client,
     /// `http://127.0.0.1:6443`, without a trailing slash.
     base_url: Arc<str>,
+    /// The `Authorization: Bearer` credential, if the kubeconfig has one.
+    token: Option<BearerToken>,
+}
+
+/// A bearer token that never shows in `Debug` output.
+#[derive(Clone)]
+struct BearerToken(Arc<str>);
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 impl Client {
-    /// A client for the apiserver at `base_url` (e.g. `http://127.0.0.1:6443`).
+    /// A client for the plain-http apiserver at `base_url` (e.g. `http://127.0.0.1:6443`).
     pub fn new(base_url: &str) -> Result<Client> {
-        let base_url = base_url.trim_end_matches('/');
-        let parsed =
-            reqwest::Url::parse(base_url).map_err(|_| Error::InvalidUrl(base_url.to_string()))?;
-        if parsed.scheme() != "http" || parsed.host_str().is_none() {
+        let (base_url, parsed) = parse_url(base_url)?;
+        if parsed.scheme() != "http" {
             return Err(Error::InvalidUrl(base_url.to_string()));
         }
-        // No overall timeout: watches and `logs -f` stay open for as long as the server keeps them.
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .tcp_nodelay(true)
-            .user_agent(concat!("minik/", env!("CARGO_PKG_VERSION")))
-            .build()?;
         Ok(Client {
-            http,
+            http: builder().build()?,
             base_url: base_url.into(),
+            token: None,
         })
+    }
+
+    /// A client for `config.server`: https with the given CA and credentials, or plain http.
+    pub fn from_config(config: &ClientConfig) -> Result<Client> {
+        let (base_url, parsed) = parse_url(&config.server)?;
+        let mut http = builder();
+        if parsed.scheme() == "https" {
+            http = tls(http, config)?;
+        }
+        Ok(Client {
+            http: http.build()?,
+            base_url: base_url.into(),
+            token: config.token.as_deref().map(|t| BearerToken(t.into())),
+        })
+    }
+
+    /// A client from the current context of the kubeconfig at `path`.
+    pub fn from_kubeconfig(path: &Path) -> Result<Client> {
+        Client::from_config(&kubeconfig::load(path)?)
+    }
+
+    /// What the components' flags mean: with `--kubeconfig`, its current context (its server
+    /// wins); without, plain http to `--server`.
+    pub fn connect(server: &str, kubeconfig: Option<&Path>) -> Result<Client> {
+        match kubeconfig {
+            Some(path) => Client::from_kubeconfig(path),
+            None => Client::new(server),
+        }
     }
 
     /// The server address this client talks to.
@@ -66,8 +107,13 @@ impl Client {
 
     /// A request builder for `path` (which starts with `/` and may carry a query string).
     pub(crate) fn request(&self, method: Method, path: &str) -> RequestBuilder {
-        self.http
-            .request(method, format!("{}{path}", self.base_url))
+        let request = self
+            .http
+            .request(method, format!("{}{path}", self.base_url));
+        match &self.token {
+            Some(BearerToken(token)) => request.bearer_auth(token),
+            None => request,
+        }
     }
 
     /// Sends a request; a non-2xx answer becomes [`Error::Api`].
@@ -164,6 +210,56 @@ impl Client {
         let response = self.send(self.request(Method::GET, path)).await?;
         Ok(watch_events(response.bytes_stream().map_err(Error::from)).boxed())
     }
+}
+
+/// The builder every client starts from. No overall timeout: watches and `logs -f` stay open for
+/// as long as the server keeps them.
+fn builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(5))
+        .tcp_nodelay(true)
+        .user_agent(concat!("minik/", env!("CARGO_PKG_VERSION")))
+}
+
+/// Trust exactly the kubeconfig's CA (client-go does not add the system roots when a CA is
+/// given) and present its client certificate.
+fn tls(mut http: reqwest::ClientBuilder, config: &ClientConfig) -> Result<reqwest::ClientBuilder> {
+    if let Some(ca) = &config.ca_pem {
+        let roots = reqwest::Certificate::from_pem_bundle(ca)
+            .map_err(|e| Error::Kubeconfig(format!("certificate-authority: {e}")))?;
+        http = http.tls_certs_only(roots);
+    }
+    if config.insecure_skip_tls_verify {
+        http = http.tls_danger_accept_invalid_certs(true);
+    }
+    match (&config.client_cert_pem, &config.client_key_pem) {
+        (Some(cert), Some(key)) => {
+            let mut pem = cert.clone();
+            pem.push(b'\n');
+            pem.extend_from_slice(key);
+            let identity = reqwest::Identity::from_pem(&pem)
+                .map_err(|e| Error::Kubeconfig(format!("client certificate: {e}")))?;
+            http = http.identity(identity);
+        }
+        (None, None) => {}
+        _ => {
+            return Err(Error::Kubeconfig(
+                "client-certificate and client-key must be given together".into(),
+            ))
+        }
+    }
+    Ok(http)
+}
+
+/// `base_url` without a trailing slash, and parsed; it must be http(s) with a host.
+fn parse_url(base_url: &str) -> Result<(&str, reqwest::Url)> {
+    let base_url = base_url.trim_end_matches('/');
+    let parsed =
+        reqwest::Url::parse(base_url).map_err(|_| Error::InvalidUrl(base_url.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(Error::InvalidUrl(base_url.to_string()));
+    }
+    Ok((base_url, parsed))
 }
 
 /// Reads an error body: a `Status` as the server sent it, or one synthesized from the HTTP code.
@@ -279,5 +375,32 @@ mod tests {
         );
         assert!(Client::new("127.0.0.1:6443").is_err());
         assert!(Client::new("https://127.0.0.1:6443").is_err());
+    }
+
+    /// A kubeconfig's server may be https; a client certificate needs its key.
+    #[test]
+    fn from_config_takes_https_and_checks_the_client_pair() {
+        let config = ClientConfig {
+            server: "https://127.0.0.1:6443/".into(),
+            insecure_skip_tls_verify: true,
+            token: Some("secret".into()),
+            ..ClientConfig::default()
+        };
+        let client = Client::from_config(&config).unwrap();
+        assert_eq!(client.base_url(), "https://127.0.0.1:6443");
+        assert!(!format!("{client:?}").contains("secret"));
+        let half = ClientConfig {
+            client_cert_pem: Some(b"x".to_vec()),
+            ..config
+        };
+        assert!(matches!(
+            Client::from_config(&half),
+            Err(Error::Kubeconfig(_))
+        ));
+        let ftp = ClientConfig {
+            server: "ftp://127.0.0.1".into(),
+            ..ClientConfig::default()
+        };
+        assert!(Client::from_config(&ftp).is_err());
     }
 }

@@ -26,6 +26,9 @@ pub enum Error {
     /// The base URL given to [`crate::Client::new`] is not an `http://` URL.
     #[error("invalid server url {0:?}")]
     InvalidUrl(String),
+    /// The kubeconfig could not be read or used.
+    #[error("kubeconfig: {0}")]
+    Kubeconfig(String),
     /// An object was expected to carry a `metadata.resourceVersion` and did not (a list or a watch
     /// event); the watcher relists when it sees this, as kube-rs's does.
     #[error("object has no resourceVersion")]

@@ -5,6 +5,7 @@
 //! and `reflector`). The pieces, in the order a component uses them:
 //!
 //! - [`Client`] sends HTTP to one apiserver; every error answer becomes [`Error::Api`]`(Status)`.
+//!   [`kubeconfig`] reads the server, CA and credentials it uses over https.
 //! - [`Api<K>`] gives the verbs for one kind: get, list, create, replace, patch, delete, watch
 //!   (and for pods: bind, logs).
 //! - [`watcher::watcher`] lists, then watches from the list's resourceVersion, resumes after every
@@ -15,7 +16,7 @@
 //! - [`events::Recorder`] writes Events (`Scheduled`, `Started` …) that `describe` shows.
 //! - [`shutdown::on_signal`] and [`logging::init`] are the two lines every `main` starts with.
 //!
-//! minik simplifies: plain http on loopback (no TLS, no auth), JSON only, no informer resync.
+//! minik simplifies: JSON only, no informer resync, no credential plugins.
 //!
 //! Read next: `client/src/watcher.rs`, the state machine every controller stands on.
 
@@ -27,6 +28,7 @@ pub mod api;
 pub mod client;
 pub mod error;
 pub mod events;
+pub mod kubeconfig;
 pub mod logging;
 pub mod params;
 pub mod shutdown;
@@ -39,6 +41,7 @@ pub mod workqueue;
 pub use api::{Api, Object};
 pub use client::Client;
 pub use error::{Error, Result};
+pub use kubeconfig::{kubeconfig_path, ClientConfig};
 pub use params::{DeleteParams, ListParams, LogParams, Patch};
 // `minik_client::store` is both the module and (value namespace) its `store()` constructor.
 pub use store::{reflector, store, Store, Writer};

@@ -83,6 +83,10 @@ pub struct ClusterConfig {
     /// Become a child subreaper and kill what this cluster leaves behind when it stops (off in
     /// the test harness, which looks for leftovers itself to prove there are none).
     pub reap_leftovers: bool,
+    /// Serve the API over TLS with authentication and RBAC: a PKI under `DATA/pki`, each
+    /// component with its own client certificate, and `DATA/kubeconfig` for the admin
+    /// ([`crate::secure`]). Off by default until every client of the launcher speaks https.
+    pub secure: bool,
 }
 
 impl Default for ClusterConfig {
@@ -104,6 +108,7 @@ impl Default for ClusterConfig {
             components: Component::ALL.to_vec(),
             drain_grace: None,
             reap_leftovers: true,
+            secure: false,
         }
     }
 }
@@ -162,6 +167,9 @@ impl Cluster {
     /// `config.interrupt`), whatever was started is stopped again before the error is returned.
     pub async fn start(mut config: ClusterConfig) -> Result<Cluster> {
         config.listen = check_listen(config.listen)?;
+        // Private to its owner, secure or not (issue 16): a directory owned by someone else
+        // cannot be chmod-ed, so such a data dir is refused here.
+        crate::pki::private_dir(&config.data_dir)?;
         let log_dir = config.data_dir.join("logs");
         std::fs::create_dir_all(&log_dir)
             .map_err(|e| Error::io(format!("creating {}", log_dir.display()), e))?;
@@ -171,7 +179,7 @@ impl Cluster {
         let (unexpected_tx, unexpected) = mpsc::unbounded_channel();
         let interrupt = config.interrupt.clone();
         let mut cluster = Cluster {
-            server_url: format!("http://{}", config.listen),
+            server_url: crate::secure::server_url(&config),
             data_dir: config.data_dir.clone(),
             startup: Duration::ZERO,
             config,
@@ -219,6 +227,7 @@ impl Cluster {
 
     /// Starts one component (`node` is the kubelet's node index) and adds it to the members.
     pub(crate) fn launch(&mut self, component: Component, node: u8) -> Result<()> {
+        crate::secure::prepare(&self.config, component, node, &self.server_url)?;
         let args = component.args(&self.config, node);
         let node_name = (component == Component::Kubelet).then(|| format!("node-{node}"));
         let name = component.instance(node_name.as_deref());
@@ -267,7 +276,10 @@ impl Cluster {
     pub(crate) async fn wait_ready(&self, index: usize) -> Result<()> {
         let member = &self.members[index];
         match member.component.readiness() {
-            Readiness::Readyz => drain::wait_readyz(&self.server_url, &member.running).await,
+            Readiness::Readyz => {
+                let ca = crate::secure::ca_pem(&self.config)?;
+                drain::wait_readyz(&self.server_url, ca.as_deref(), &member.running).await
+            }
             Readiness::ReadyLine => drain::wait_ready_line(&member.running).await,
             Readiness::NodesReady => self.wait_nodes_ready().await,
         }
@@ -275,7 +287,7 @@ impl Cluster {
 
     /// Waits, through a watch, until every started node is Ready (failing if a kubelet exits).
     pub(crate) async fn wait_nodes_ready(&self) -> Result<()> {
-        let client = minik_client::Client::new(&self.server_url)?;
+        let client = self.client()?;
         let names: Vec<String> = (1..=self.nodes).map(|i| format!("node-{i}")).collect();
         let kubelets: Vec<&Supervised> = self
             .members

@@ -98,8 +98,9 @@ impl Component {
     /// The command line after `minik`: the subcommand and its flags. `node` is the node's index
     /// for a kubelet (`node-N`, pod CIDR `127.244.N.0/24`, root dir `DATA/nodes/node-N`).
     pub(crate) fn args(self, config: &ClusterConfig, node: u8) -> Vec<String> {
-        let server = format!("http://{}", config.listen);
+        let server = crate::secure::server_url(config);
         let mut args = vec![self.subcommand().to_string()];
+        args.extend(crate::secure::args(config, self, node));
         let mut flag = |name: &str, value: String| args.extend([name.to_string(), value]);
         match self {
             Component::Apiserver => {

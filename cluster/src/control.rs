@@ -135,7 +135,7 @@ impl Cluster {
             .first()
             .is_some_and(|m| m.component == Component::Apiserver && m.running.is_running());
         if apiserver_up {
-            if let Ok(client) = minik_client::Client::new(&self.server_url) {
+            if let Ok(client) = self.client() {
                 let (progress, grace) = (self.config.progress, self.config.drain_grace);
                 drain::delete_all_pods(&client, &hurry, progress, grace).await;
             }

@@ -79,8 +79,19 @@ impl Signals {
 }
 
 /// Waits until `GET {server}/readyz` answers 200, failing early if the API server exits.
-pub async fn wait_readyz(server: &str, apiserver: &Supervised) -> Result<()> {
-    let http = reqwest::Client::builder()
+/// A TLS server is trusted through `ca_pem` (`/readyz` needs no credentials).
+pub async fn wait_readyz(
+    server: &str,
+    ca_pem: Option<&[u8]>,
+    apiserver: &Supervised,
+) -> Result<()> {
+    let mut http = reqwest::Client::builder();
+    if let Some(ca) = ca_pem {
+        let ca = reqwest::Certificate::from_pem(ca)
+            .map_err(|e| Error::Start(format!("reading the cluster CA: {e}")))?;
+        http = http.tls_certs_only([ca]);
+    }
+    let http = http
         .timeout(Duration::from_secs(1))
         .build()
         .map_err(|e| Error::Start(format!("building an HTTP client: {e}")))?;

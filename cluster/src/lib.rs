@@ -34,6 +34,8 @@ pub mod control;
 pub mod drain;
 pub mod files;
 pub mod kubeconfig;
+pub mod pki;
+pub mod secure;
 pub mod supervisor;
 
 pub use cluster::{Cluster, ClusterConfig, ClusterState, ComponentState, Mode};

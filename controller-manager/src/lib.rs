@@ -33,6 +33,7 @@ pub mod leader;
 pub mod ownership;
 pub mod replicaset;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -64,6 +65,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct Config {
     /// The apiserver, e.g. `http://127.0.0.1:6443`.
     pub server: String,
+    /// A kubeconfig to connect with instead of plain http to `server` (its server wins).
+    pub kubeconfig: Option<PathBuf>,
     /// Workers per controller (upstream `--concurrent-deployment-syncs`, `…-replicaset-syncs`: 5).
     pub workers: usize,
     /// Leader election on the `kube-system/kube-controller-manager` Lease.
@@ -74,6 +77,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             server: "http://127.0.0.1:6443".to_string(),
+            kubeconfig: None,
             workers: 5,
             leader_election: LeaderElectionConfig::default(),
         }
@@ -87,6 +91,9 @@ pub struct Args {
     /// The apiserver URL.
     #[arg(long, default_value = "http://127.0.0.1:6443")]
     pub server: String,
+    /// A kubeconfig to connect with (https, client certificate); its server wins over --server.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
     /// Objects synced concurrently by each controller.
     #[arg(long, default_value_t = 5)]
     pub workers: usize,
@@ -110,6 +117,7 @@ impl Args {
     pub fn into_config(self) -> Config {
         Config {
             server: self.server,
+            kubeconfig: self.kubeconfig,
             workers: self.workers.max(1),
             leader_election: LeaderElectionConfig {
                 lease_duration: self.leader_elect_lease_duration,
@@ -123,7 +131,7 @@ impl Args {
 
 /// Runs the controller manager until `shutdown` is cancelled (`Ok`) or leadership is lost (`Err`).
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
-    let client = Client::new(&config.server)?;
+    let client = Client::connect(&config.server, config.kubeconfig.as_deref())?;
     let workers = config.workers;
     let leading_client = client.clone();
     leader::run(

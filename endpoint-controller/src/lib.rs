@@ -31,6 +31,8 @@ pub mod writes;
 #[cfg(test)]
 mod testing;
 
+use std::path::PathBuf;
+
 use minik_api::core::{Endpoints, Pod, Service};
 use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_client::{watcher, Api, Client, ListParams};
@@ -54,6 +56,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct Config {
     /// The apiserver, e.g. `http://127.0.0.1:6443`.
     pub server: String,
+    /// A kubeconfig to connect with instead of plain http to `server` (its server wins).
+    pub kubeconfig: Option<PathBuf>,
     /// How many Services are synced concurrently (upstream `--concurrent-endpoint-syncs`, default 5).
     pub workers: usize,
 }
@@ -62,6 +66,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             server: "http://127.0.0.1:6443".to_string(),
+            kubeconfig: None,
             workers: 5,
         }
     }
@@ -74,6 +79,9 @@ pub struct Args {
     /// The apiserver URL.
     #[arg(long, default_value = "http://127.0.0.1:6443")]
     pub server: String,
+    /// A kubeconfig to connect with (https, client certificate); its server wins over --server.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
     /// How many Services are synced concurrently.
     #[arg(long, default_value_t = 5)]
     pub workers: usize,
@@ -84,6 +92,7 @@ impl Args {
     pub fn into_config(self) -> Config {
         Config {
             server: self.server,
+            kubeconfig: self.kubeconfig,
             workers: self.workers.max(1),
         }
     }
@@ -91,7 +100,7 @@ impl Args {
 
 /// Runs the controller until `shutdown` is cancelled; returns after its tasks have finished.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
-    let client = Client::new(&config.server)?;
+    let client = Client::connect(&config.server, config.kubeconfig.as_deref())?;
     let pods = watcher(Api::<Pod>::all(client.clone()), ListParams::default());
     let services = watcher(Api::<Service>::all(client.clone()), ListParams::default());
     let endpoints = watcher(Api::<Endpoints>::all(client.clone()), ListParams::default());

@@ -15,6 +15,9 @@ pub struct Args {
     /// The apiserver URL.
     #[arg(long, default_value = "http://127.0.0.1:6443")]
     pub server: String,
+    /// A kubeconfig to connect with (https, client certificate); its server wins over --server.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
     /// This node's name.
     #[arg(long, default_value = "node-1")]
     pub node_name: String,
@@ -68,6 +71,7 @@ impl Args {
         let host = Capacity::default();
         Config {
             server: self.server,
+            kubeconfig: self.kubeconfig,
             node_name: self.node_name,
             root_dir: self.root_dir,
             pod_cidr: self.pod_cidr,

@@ -123,6 +123,8 @@ impl Default for Capacity {
 pub struct Config {
     /// The apiserver URL, e.g. `http://127.0.0.1:6443`.
     pub server: String,
+    /// A kubeconfig to connect with instead of plain http to `server` (its server wins).
+    pub kubeconfig: Option<PathBuf>,
     /// This node's name (`node-1`).
     pub node_name: String,
     /// Where containers, logs, volumes and IP allocations are kept.
@@ -151,7 +153,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             config.listen
         )));
     }
-    let (api_host, api_port) = api_address(&config.server)?;
+    let client = minik_client::Client::connect(&config.server, config.kubeconfig.as_deref())?;
+    let (api_host, api_port) = api_address(client.base_url())?;
     std::fs::create_dir_all(&config.root_dir)?;
     let runtime: Arc<dyn cri::Runtime> = Arc::new(cri::process::ProcessRuntime::new(
         config.root_dir.clone(),
@@ -161,7 +164,6 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         &config.root_dir,
         &config.pod_cidr,
     )?);
-    let client = minik_client::Client::new(&config.server)?;
     let tracker = TaskTracker::new();
 
     let listener = tokio::net::TcpListener::bind(config.listen).await?;

@@ -49,6 +49,7 @@ pub mod tcp;
 
 use std::net::SocketAddr;
 use std::ops::RangeInclusive;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -104,6 +105,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct Config {
     /// The apiserver, e.g. `http://127.0.0.1:6443`.
     pub server: String,
+    /// A kubeconfig to connect with instead of plain http to `server` (its server wins).
+    pub kubeconfig: Option<PathBuf>,
     /// How long each Endpoints change is held back before it is applied (0: at once).
     pub sync_delay: Duration,
     /// Where `/metrics`, `/proxies` and `/applied` are served (`127.0.0.1:0`: any free port, logged).
@@ -121,6 +124,7 @@ impl Default for Config {
         let proxier = ProxierConfig::default();
         Config {
             server: "http://127.0.0.1:6443".to_string(),
+            kubeconfig: None,
             sync_delay: Duration::ZERO,
             metrics_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             dial_timeout: proxier.dial_timeout,
@@ -137,6 +141,9 @@ pub struct Args {
     /// The apiserver URL.
     #[arg(long, default_value = "http://127.0.0.1:6443")]
     pub server: String,
+    /// A kubeconfig to connect with (https, client certificate); its server wins over --server.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
     /// Hold each Endpoints change back this long before applying it (e.g. `2s`).
     #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
     pub sync_delay: Duration,
@@ -159,6 +166,7 @@ impl Args {
     pub fn into_config(self) -> Config {
         Config {
             server: self.server,
+            kubeconfig: self.kubeconfig,
             sync_delay: self.sync_delay,
             metrics_listen: self.metrics_listen,
             dial_timeout: self.dial_timeout,
@@ -204,7 +212,7 @@ pub async fn serve(
     state: Arc<ProxyState>,
     shutdown: CancellationToken,
 ) -> Result<()> {
-    let client = Client::new(&config.server)?;
+    let client = Client::connect(&config.server, config.kubeconfig.as_deref())?;
     let tasks = TaskTracker::new();
     let metrics_address = metrics_listener.local_addr().ok();
     tasks.spawn(http::serve(

@@ -28,6 +28,7 @@ pub mod writes;
 #[cfg(test)]
 mod testing;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use minik_api::core::{Node, Pod};
@@ -56,6 +57,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct Config {
     /// The apiserver, e.g. `http://127.0.0.1:6443`.
     pub server: String,
+    /// A kubeconfig to connect with instead of plain http to `server` (its server wins).
+    pub kubeconfig: Option<PathBuf>,
     /// Pods whose `spec.schedulerName` is this are ours (upstream's profile name).
     pub scheduler_name: String,
     /// How many binds may be in flight at once.
@@ -68,6 +71,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             server: "http://127.0.0.1:6443".to_string(),
+            kubeconfig: None,
             scheduler_name: DEFAULT_SCHEDULER_NAME.to_string(),
             parallel_binds: 64,
             initial_backoff: Duration::from_secs(1),
@@ -82,6 +86,9 @@ pub struct Args {
     /// The apiserver URL.
     #[arg(long, default_value = "http://127.0.0.1:6443")]
     pub server: String,
+    /// A kubeconfig to connect with (https, client certificate); its server wins over --server.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
     /// Schedule the pods whose spec.schedulerName is this.
     #[arg(long, default_value = DEFAULT_SCHEDULER_NAME)]
     pub scheduler_name: String,
@@ -95,6 +102,7 @@ impl Args {
     pub fn into_config(self) -> Config {
         Config {
             server: self.server,
+            kubeconfig: self.kubeconfig,
             scheduler_name: self.scheduler_name,
             parallel_binds: self.parallel_binds.max(1),
             ..Config::default()
@@ -104,7 +112,7 @@ impl Args {
 
 /// Runs the scheduler until `shutdown` is cancelled; returns after its bind tasks have finished.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
-    let client = Client::new(&config.server)?;
+    let client = Client::connect(&config.server, config.kubeconfig.as_deref())?;
     let pods = watcher(Api::<Pod>::all(client.clone()), ListParams::default());
     let nodes = watcher(Api::<Node>::all(client.clone()), ListParams::default());
     let scheduler = Scheduler::new(config, writes::ApiWrites::new(client));

@@ -26,6 +26,7 @@ use std::net::Ipv4Addr;
 use minik_api::core::{Endpoints, Event, Namespace, Node};
 use minik_api::k8s_openapi::api::coordination::v1::Lease;
 use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
+use minik_api::k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use minik_api::validation::{validate_name, NameRule};
 use minik_api::{status, ResourceInfo};
 use serde::de::DeserializeOwned;
@@ -75,6 +76,10 @@ fn normalize(value: Value, kind: &str) -> ApiResult<Value> {
         "Node" => round_trip::<Node>(value, kind),
         "Lease" => round_trip::<Lease>(value, kind),
         "EndpointSlice" => round_trip::<EndpointSlice>(value, kind),
+        "Role" => round_trip::<Role>(value, kind),
+        "ClusterRole" => round_trip::<ClusterRole>(value, kind),
+        "RoleBinding" => round_trip::<RoleBinding>(value, kind),
+        "ClusterRoleBinding" => round_trip::<ClusterRoleBinding>(value, kind),
         "Namespace" => {
             let mut namespace: Namespace = typed(value, kind)?;
             // As upstream's namespace strategy: every namespace carries its name as a label.

@@ -62,6 +62,7 @@ impl TestServer {
             ServeOptions {
                 bookmark_interval: options.bookmark_interval,
                 header_read_timeout: options.header_read_timeout,
+                ..ServeOptions::default()
             },
             shutdown.clone(),
         ));

@@ -45,15 +45,44 @@ impl GlobalFlags {
             .unwrap_or("default")
     }
 
-    /// A client for the resolved server (`config.rs` has the order).
+    /// A client for the resolved server (`config.rs` has the order). An https server is reached
+    /// with the CA and credentials of the kubeconfig context that names it, as kubectl does.
     pub fn client(&self) -> anyhow::Result<Client> {
-        let server = resolve_server(
-            self.server.as_deref(),
-            self.kubeconfig.as_deref(),
-            self.context.as_deref(),
-        )?;
-        Ok(Client::new(&server)?)
+        let kubeconfig = self.kubeconfig.clone().or_else(|| {
+            let nothing_named = self.server.is_none()
+                && std::env::var_os("MINIK_SERVER").is_none()
+                && std::env::var_os("KUBECONFIG").is_none();
+            nothing_named.then(running_secure_kubeconfig).flatten()
+        });
+        let context = self.context.as_deref();
+        let server = resolve_server(self.server.as_deref(), kubeconfig.as_deref(), context)?;
+        if !server.starts_with("https://") {
+            return Ok(Client::new(&server)?);
+        }
+        let context = context.unwrap_or(crate::config::DEFAULT_CONTEXT);
+        let file = kubeconfig.or_else(|| {
+            crate::config::kubeconfig_paths().into_iter().find(|path| {
+                std::fs::read_to_string(path)
+                    .is_ok_and(|text| crate::config::server_of_context(&text, context).is_some())
+            })
+        });
+        let mut config = match file {
+            Some(path) => minik_client::kubeconfig::load_context(&path, Some(context))?,
+            None => minik_client::ClientConfig::default(),
+        };
+        config.server = server;
+        Ok(Client::from_config(&config)?)
     }
+}
+
+/// The admin kubeconfig of a secure `minik up` running from the default data directory: what
+/// the CLI uses when no flag or variable names a server.
+fn running_secure_kubeconfig() -> Option<PathBuf> {
+    let data = minik_cluster::default_data_dir();
+    let state = std::fs::read(minik_cluster::state_file(&data)).ok()?;
+    let state: minik_cluster::ClusterState = serde_json::from_slice(&state).ok()?;
+    let path = minik_cluster::secure::admin_kubeconfig(&data);
+    (state.server.starts_with("https://") && path.is_file()).then_some(path)
 }
 
 /// A kind as the user typed it (`po`, `svc`, `Pod`, `pods`, or qualified by its group as

@@ -37,7 +37,8 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
         Err(_) => anyhow::bail!("no cluster is running from {}", data_dir.display()),
     };
     let up_alive = is_running(state.pid);
-    let readyz = up_alive && apiserver_ready(&state.server).await;
+    let ca = std::fs::read(data_dir.join("pki").join("ca.crt")).ok();
+    let readyz = up_alive && apiserver_ready(&state.server, ca.as_deref()).await;
     let rows: Vec<(String, bool, u32, String)> = std::iter::once((
         "minik up".to_string(),
         up_alive,
@@ -101,12 +102,14 @@ fn is_running(pid: u32) -> bool {
     }
 }
 
-/// True if `GET {server}/readyz` answers 200 within a second.
-async fn apiserver_ready(server: &str) -> bool {
-    let Ok(http) = reqwest::Client::builder()
-        .timeout(Duration::from_secs(1))
-        .build()
-    else {
+/// True if `GET {server}/readyz` answers 200 within a second (an https server of a secure
+/// cluster is trusted through its CA, `DATA/pki/ca.crt`; `/readyz` needs no credentials).
+async fn apiserver_ready(server: &str, ca_pem: Option<&[u8]>) -> bool {
+    let mut http = reqwest::Client::builder().timeout(Duration::from_secs(1));
+    if let Some(ca) = ca_pem.and_then(|pem| reqwest::Certificate::from_pem(pem).ok()) {
+        http = http.tls_certs_only([ca]);
+    }
+    let Ok(http) = http.build() else {
         return false;
     };
     matches!(http.get(format!("{server}/readyz")).send().await, Ok(r) if r.status().is_success())

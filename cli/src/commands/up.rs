@@ -47,6 +47,10 @@ pub struct UpArgs {
     /// Do not merge a `minik` context into $KUBECONFIG or ~/.kube/config.
     #[arg(long)]
     pub no_kubeconfig: bool,
+    /// Serve the API over TLS with client certificates and RBAC; the admin's kubeconfig is
+    /// written to DATA/kubeconfig (mode 0600) and nothing is merged into ~/.kube/config.
+    #[arg(long)]
+    pub secure: bool,
 }
 
 /// Validates a humantime duration and keeps its text, which is passed on unchanged.
@@ -76,6 +80,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         kubelet_args: Vec::new(),
         progress: true,
         interrupt: signals.first_token(),
+        secure: args.secure,
         ..ClusterConfig::default()
     };
     let mut cluster = match Cluster::start(options).await {
@@ -89,7 +94,8 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     std::fs::write(&state_path, serde_json::to_vec_pretty(&cluster.state())?)
         .with_context(|| format!("writing {}", state_path.display()))?;
     std::fs::write(pid_file(&data_dir), format!("{}\n", std::process::id()))?;
-    let context_set = !args.no_kubeconfig && write_kubeconfig(&cluster.server_url);
+    // Credentials are never merged into the user's kubeconfig unasked.
+    let context_set = !args.no_kubeconfig && !args.secure && write_kubeconfig(&cluster.server_url);
     print_ready(&cluster, args.nodes, context_set);
 
     let first = signals.first_token();
@@ -148,11 +154,11 @@ fn print_ready(cluster: &Cluster, nodes: u8, context_set: bool) {
         "\nCluster \"minik\" is ready in {seconds:.1}s: {nodes} node(s), API server {}",
         cluster.server_url
     );
-    // Without the context, kubectl needs the server on its command line.
-    let kubectl = if context_set {
-        "kubectl".to_string()
-    } else {
-        format!("kubectl --server {}", cluster.server_url)
+    // Without the context, kubectl needs the server (or the secure cluster's kubeconfig).
+    let kubectl = match cluster.kubeconfig() {
+        Some(path) => format!("kubectl --kubeconfig {}", path.display()),
+        None if context_set => "kubectl".to_string(),
+        None => format!("kubectl --server {}", cluster.server_url),
     };
     println!("\nTry:\n  {kubectl} get pods\n  minik apply -f pod.yaml\n  minik get pods -o wide");
     println!(

@@ -9,6 +9,7 @@ mod delete;
 mod errors;
 mod get;
 mod global_flags;
+mod secure;
 mod watcher;
 mod workloads;
 

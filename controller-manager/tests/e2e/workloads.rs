@@ -13,6 +13,7 @@ pub fn controller_manager(server: &Apiserver, identity: &str) -> CancellationTok
     let shutdown = CancellationToken::new();
     let config = minik_controller_manager::Config {
         server: server.url.clone(),
+        kubeconfig: None,
         workers: 2,
         leader_election: fast_election(identity),
     };

@@ -97,6 +97,7 @@ pub fn kubelet_config(
 ) -> minik_kubelet::Config {
     minik_kubelet::Config {
         server: server.to_string(),
+        kubeconfig: None,
         node_name: node.into(),
         root_dir: dir.join("kubelet"),
         pod_cidr: cidr.into(),

@@ -1,0 +1,560 @@
+//! The roles and bindings every cluster starts with, created at apiserver start when missing.
+//!
+//! Kubernetes counterpart: `plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go`
+//! (`ClusterRoles`, `ClusterRoleBindings`) and `controller_policy.go`, reconciled by the
+//! `rbac/bootstrap-roles` post-start hook (docs/security.md#r4). The objects carry upstream's
+//! `kubernetes.io/bootstrapping: rbac-defaults` label and `autoupdate` annotation.
+//!
+//! What minik simplifies: objects are created when missing but never updated (upstream reconciles
+//! them at every start); `admin`, `edit` and `view` are written out instead of aggregated
+//! (docs/security.md#r5) and name only the kinds minik serves plus the usual core ones; the
+//! endpoint-slice controllers' roles are also bound to minik's one endpoint controller, which does
+//! all three jobs, and the workload controllers' roles to the controller manager's user.
+
+use minik_api::k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject,
+};
+use minik_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::storage::{self, Storage};
+
+const READ: &[&str] = &["get", "list", "watch"];
+const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
+const ALL: &[&str] = &["*"];
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// A rule on resources of `groups`.
+fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> PolicyRule {
+    PolicyRule {
+        verbs: strings(verbs),
+        api_groups: Some(strings(groups)),
+        resources: Some(strings(resources)),
+        ..PolicyRule::default()
+    }
+}
+
+/// A rule on one named object.
+fn named(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> PolicyRule {
+    PolicyRule {
+        resource_names: Some(strings(names)),
+        ..rule(verbs, groups, resources)
+    }
+}
+
+/// A rule on non-resource URLs.
+fn urls(verbs: &[&str], paths: &[&str]) -> PolicyRule {
+    PolicyRule {
+        verbs: strings(verbs),
+        non_resource_urls: Some(strings(paths)),
+        ..PolicyRule::default()
+    }
+}
+
+fn events() -> PolicyRule {
+    rule(
+        &["create", "patch", "update"],
+        &["", "events.k8s.io"],
+        &["events"],
+    )
+}
+
+const HEALTH: &[&str] = &["/healthz", "/livez", "/readyz", "/version", "/version/"];
+
+/// Read access shared by `view`, `edit` and `admin` (no secrets: docs/security.md#r5).
+fn view_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(
+            READ,
+            &[""],
+            &[
+                "pods",
+                "pods/log",
+                "pods/status",
+                "services",
+                "services/status",
+                "endpoints",
+                "events",
+                "configmaps",
+                "persistentvolumeclaims",
+                "serviceaccounts",
+                "namespaces",
+                "namespaces/status",
+                "replicationcontrollers",
+            ],
+        ),
+        rule(
+            READ,
+            &["apps"],
+            &[
+                "deployments",
+                "deployments/status",
+                "deployments/scale",
+                "replicasets",
+                "replicasets/status",
+                "replicasets/scale",
+                "statefulsets",
+                "daemonsets",
+            ],
+        ),
+        rule(READ, &["discovery.k8s.io"], &["endpointslices"]),
+        rule(READ, &["events.k8s.io"], &["events"]),
+    ]
+}
+
+fn edit_rules() -> Vec<PolicyRule> {
+    let mut rules = view_rules();
+    rules.push(rule(
+        WRITE,
+        &[""],
+        &[
+            "pods",
+            "services",
+            "endpoints",
+            "configmaps",
+            "secrets",
+            "persistentvolumeclaims",
+            "serviceaccounts",
+            "replicationcontrollers",
+        ],
+    ));
+    rules.push(rule(READ, &[""], &["secrets"]));
+    rules.push(rule(&["create"], &[""], &["pods/eviction", "pods/binding"]));
+    rules.push(rule(
+        WRITE,
+        &["apps"],
+        &[
+            "deployments",
+            "deployments/scale",
+            "replicasets",
+            "replicasets/scale",
+            "statefulsets",
+            "daemonsets",
+        ],
+    ));
+    rules.push(rule(WRITE, &["discovery.k8s.io"], &["endpointslices"]));
+    rules
+}
+
+fn admin_rules() -> Vec<PolicyRule> {
+    let mut rules = edit_rules();
+    rules.push(rule(
+        &[
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ],
+        &["rbac.authorization.k8s.io"],
+        &["roles", "rolebindings"],
+    ));
+    rules.push(rule(
+        &["create"],
+        &["authorization.k8s.io"],
+        &["localsubjectaccessreviews"],
+    ));
+    rules
+}
+
+/// Upstream's `system:node` rules (bound to nobody: the Node authorizer decides for kubelets).
+fn node_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(&["create"], &["authentication.k8s.io"], &["tokenreviews"]),
+        rule(
+            &["create"],
+            &["authorization.k8s.io"],
+            &["subjectaccessreviews", "localsubjectaccessreviews"],
+        ),
+        rule(READ, &[""], &["services", "nodes"]),
+        rule(
+            &[
+                "create", "get", "list", "watch", "patch", "update", "delete",
+            ],
+            &[""],
+            &["nodes", "nodes/status"],
+        ),
+        rule(
+            &["get", "list", "watch", "create", "delete"],
+            &[""],
+            &["pods"],
+        ),
+        rule(&["update", "patch"], &[""], &["pods/status"]),
+        rule(&["create"], &[""], &["pods/eviction"]),
+        rule(
+            &["get"],
+            &[""],
+            &[
+                "secrets",
+                "configmaps",
+                "persistentvolumeclaims",
+                "persistentvolumes",
+            ],
+        ),
+        rule(
+            &["get", "create", "update", "patch", "delete"],
+            &["coordination.k8s.io"],
+            &["leases"],
+        ),
+        events(),
+    ]
+}
+
+fn scheduler_rules() -> Vec<PolicyRule> {
+    vec![
+        events(),
+        rule(&["create"], &["coordination.k8s.io"], &["leases"]),
+        named(
+            &["get", "update"],
+            &["coordination.k8s.io"],
+            &["leases"],
+            &["kube-scheduler"],
+        ),
+        rule(
+            READ,
+            &[""],
+            &[
+                "nodes",
+                "namespaces",
+                "services",
+                "persistentvolumeclaims",
+                "persistentvolumes",
+                "replicationcontrollers",
+            ],
+        ),
+        rule(&["get", "list", "watch", "delete"], &[""], &["pods"]),
+        rule(&["create"], &[""], &["pods/binding", "bindings"]),
+        rule(&["patch", "update"], &[""], &["pods/status"]),
+        rule(READ, &["apps"], &["replicasets", "statefulsets"]),
+    ]
+}
+
+fn controller_manager_rules() -> Vec<PolicyRule> {
+    vec![
+        events(),
+        rule(&["create"], &["coordination.k8s.io"], &["leases"]),
+        named(
+            &["get", "update"],
+            &["coordination.k8s.io"],
+            &["leases"],
+            &["kube-controller-manager"],
+        ),
+        rule(&["list", "watch"], &["*"], &["*"]),
+        rule(
+            &["create", "get", "update"],
+            &[""],
+            &["secrets", "serviceaccounts"],
+        ),
+        rule(&["create"], &[""], &["serviceaccounts/token"]),
+        rule(&["create"], &["authentication.k8s.io"], &["tokenreviews"]),
+        rule(
+            &["create"],
+            &["authorization.k8s.io"],
+            &["subjectaccessreviews"],
+        ),
+    ]
+}
+
+fn endpoint_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(READ, &[""], &["services", "pods"]),
+        rule(
+            &["get", "list", "create", "update", "delete"],
+            &[""],
+            &["endpoints"],
+        ),
+        rule(&["create"], &[""], &["endpoints/restricted"]),
+        events(),
+    ]
+}
+
+fn endpoint_slice_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(READ, &[""], &["services", "pods", "nodes", "endpoints"]),
+        rule(
+            &["create", "update", "delete"],
+            &[""],
+            &["services/finalizers"],
+        ),
+        rule(
+            &["get", "list", "watch", "create", "update", "delete"],
+            &["discovery.k8s.io"],
+            &["endpointslices"],
+        ),
+        events(),
+    ]
+}
+
+fn deployment_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(
+            &["get", "list", "watch", "update"],
+            &["apps"],
+            &["deployments"],
+        ),
+        rule(
+            &["update"],
+            &["apps"],
+            &["deployments/status", "deployments/finalizers"],
+        ),
+        rule(
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
+            &["apps"],
+            &["replicasets"],
+        ),
+        rule(&["get", "list", "watch", "update"], &[""], &["pods"]),
+        events(),
+    ]
+}
+
+fn replica_set_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(
+            &["get", "list", "watch", "update"],
+            &["apps"],
+            &["replicasets"],
+        ),
+        rule(
+            &["update"],
+            &["apps"],
+            &["replicasets/status", "replicasets/finalizers"],
+        ),
+        rule(
+            &["list", "watch", "patch", "create", "delete"],
+            &[""],
+            &["pods"],
+        ),
+        events(),
+    ]
+}
+
+fn proxier_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(&["list", "watch"], &[""], &["services", "endpoints"]),
+        rule(READ, &[""], &["nodes"]),
+        rule(
+            &["list", "watch"],
+            &["discovery.k8s.io"],
+            &["endpointslices"],
+        ),
+        events(),
+    ]
+}
+
+/// Every bootstrap ClusterRole.
+pub fn cluster_roles() -> Vec<ClusterRole> {
+    let role = |name: &str, rules: Vec<PolicyRule>| ClusterRole {
+        metadata: meta(name),
+        rules: Some(rules),
+        ..ClusterRole::default()
+    };
+    let mut discovery = HEALTH.to_vec();
+    discovery.extend([
+        "/api",
+        "/api/*",
+        "/apis",
+        "/apis/*",
+        "/openapi",
+        "/openapi/*",
+    ]);
+    vec![
+        role("cluster-admin", vec![rule(ALL, ALL, ALL), urls(ALL, ALL)]),
+        role("admin", admin_rules()),
+        role("edit", edit_rules()),
+        role("view", view_rules()),
+        role("system:discovery", vec![urls(&["get"], &discovery)]),
+        role("system:public-info-viewer", vec![urls(&["get"], HEALTH)]),
+        role(
+            "system:basic-user",
+            vec![
+                rule(
+                    &["create"],
+                    &["authorization.k8s.io"],
+                    &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                ),
+                rule(
+                    &["create"],
+                    &["authentication.k8s.io"],
+                    &["selfsubjectreviews"],
+                ),
+            ],
+        ),
+        role("system:node", node_rules()),
+        role("system:node-proxier", proxier_rules()),
+        role("system:kube-scheduler", scheduler_rules()),
+        role("system:kube-controller-manager", controller_manager_rules()),
+        role("system:controller:endpoint-controller", endpoint_rules()),
+        role(
+            "system:controller:endpointslice-controller",
+            endpoint_slice_rules(),
+        ),
+        role(
+            "system:controller:endpointslicemirroring-controller",
+            endpoint_slice_rules(),
+        ),
+        role(
+            "system:controller:deployment-controller",
+            deployment_rules(),
+        ),
+        role(
+            "system:controller:replicaset-controller",
+            replica_set_rules(),
+        ),
+        role(
+            "system:controller:generic-garbage-collector",
+            vec![rule(
+                &["get", "list", "watch", "patch", "update", "delete"],
+                ALL,
+                ALL,
+            )],
+        ),
+    ]
+}
+
+fn subject(kind: &str, name: &str) -> Subject {
+    Subject {
+        kind: kind.into(),
+        name: name.into(),
+        api_group: (kind != "ServiceAccount").then(|| "rbac.authorization.k8s.io".into()),
+        namespace: (kind == "ServiceAccount").then(|| "kube-system".into()),
+    }
+}
+
+/// Every bootstrap ClusterRoleBinding, each named like its role.
+pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
+    let binding = |role: &str, subjects: Vec<Subject>| ClusterRoleBinding {
+        metadata: meta(role),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "ClusterRole".into(),
+            name: role.into(),
+        },
+        subjects: Some(subjects),
+    };
+    let sa = |name: &str| subject("ServiceAccount", name);
+    let mut bindings = vec![
+        binding("cluster-admin", vec![subject("Group", "system:masters")]),
+        binding(
+            "system:discovery",
+            vec![subject("Group", "system:authenticated")],
+        ),
+        binding(
+            "system:basic-user",
+            vec![subject("Group", "system:authenticated")],
+        ),
+        binding(
+            "system:public-info-viewer",
+            vec![
+                subject("Group", "system:authenticated"),
+                subject("Group", "system:unauthenticated"),
+            ],
+        ),
+        binding(
+            "system:node-proxier",
+            vec![subject("User", "system:kube-proxy")],
+        ),
+        binding(
+            "system:kube-scheduler",
+            vec![subject("User", "system:kube-scheduler")],
+        ),
+        binding(
+            "system:kube-controller-manager",
+            vec![subject("User", "system:kube-controller-manager")],
+        ),
+        binding(
+            "system:controller:endpoint-controller",
+            vec![sa("endpoint-controller")],
+        ),
+        binding(
+            "system:controller:endpointslice-controller",
+            vec![sa("endpointslice-controller"), sa("endpoint-controller")],
+        ),
+        binding(
+            "system:controller:endpointslicemirroring-controller",
+            vec![
+                sa("endpointslicemirroring-controller"),
+                sa("endpoint-controller"),
+            ],
+        ),
+    ];
+    // minik's controller manager runs its controllers with its own credential (upstream's
+    // `--use-service-account-credentials=false`), which must then hold their roles.
+    for controller in [
+        "deployment-controller",
+        "replicaset-controller",
+        "generic-garbage-collector",
+    ] {
+        let user = subject("User", "system:kube-controller-manager");
+        bindings.push(binding(
+            &format!("system:controller:{controller}"),
+            vec![sa(controller), user],
+        ));
+    }
+    bindings
+}
+
+fn meta(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        labels: Some([("kubernetes.io/bootstrapping".into(), "rbac-defaults".into())].into()),
+        annotations: Some(
+            [(
+                "rbac.authorization.kubernetes.io/autoupdate".into(),
+                "true".into(),
+            )]
+            .into(),
+        ),
+        ..ObjectMeta::default()
+    }
+}
+
+/// Creates every bootstrap role and binding that does not exist yet.
+pub async fn ensure(storage: &dyn Storage) -> Result<(), storage::Error> {
+    let mut created = 0;
+    for role in cluster_roles() {
+        created += create_missing(storage, "clusterroles", "ClusterRole", &role).await?;
+    }
+    for binding in cluster_role_bindings() {
+        created += create_missing(
+            storage,
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            &binding,
+        )
+        .await?;
+    }
+    tracing::info!(created, "rbac bootstrap policy ready");
+    Ok(())
+}
+
+async fn create_missing<T: Serialize>(
+    storage: &dyn Storage,
+    plural: &str,
+    kind: &str,
+    object: &T,
+) -> Result<usize, storage::Error> {
+    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+    let name = value["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let key = format!("/registry/{plural}/{name}");
+    if storage.get(&key)?.is_some() {
+        return Ok(0);
+    }
+    value["apiVersion"] = json!("rbac.authorization.k8s.io/v1");
+    value["kind"] = json!(kind);
+    value["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
+    value["metadata"]["creationTimestamp"] = crate::registry::meta::now_value();
+    match storage.create(&key, value).await {
+        Ok(_) => Ok(1),
+        Err(storage::Error::AlreadyExists(_)) => Ok(0),
+        Err(e) => Err(e),
+    }
+}

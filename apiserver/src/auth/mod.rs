@@ -1,0 +1,218 @@
+//! The authentication and authorization filter every request passes before a handler runs.
+//!
+//! Kubernetes counterpart: the handler chain of `k8s.io/apiserver/pkg/server/config.go`
+//! (`DefaultBuildHandlerChain`): `filters.WithAuthentication` (401 when a credential is wrong or
+//! missing), then `filters.WithAuthorization` (403). The user found is stored with the request, as
+//! `request.WithUser` does, for the handlers that need it (`SelfSubjectReview`).
+//!
+//! Authorization is [`rbac::authorize`]: `system:masters`, then the Node authorizer, then RBAC over
+//! a cached [`policy`] snapshot; a refusal is upstream's 403 (docs/security.md#n4, #n5).
+//!
+//! The filter is off unless the server was started with TLS and a client CA or a token file
+//! ([`Security::enabled`]): a plain-http server behaves exactly as before, with no users at all.
+//!
+//! What minik simplifies: anonymous users get 401 everywhere but the health and version paths
+//! (upstream answers 403 once RBAC denies them); no impersonation; no audit.
+//!
+//! Read next: `authn.rs` (who), `attributes.rs` (what), `rbac.rs` (may they), `bootstrap.rs`.
+
+pub mod attributes;
+pub mod authn;
+pub mod bootstrap;
+pub mod node;
+pub mod policy;
+pub mod rbac;
+pub mod reviews;
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::error::ApiError;
+use crate::tls::PeerUser;
+use crate::AppState;
+
+/// An authenticated (or anonymous) user, as `user.Info`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UserInfo {
+    /// `system:node:node-1`, `kubernetes-admin`, `system:anonymous`.
+    #[serde(rename = "username")]
+    pub name: String,
+    /// A unique id (token file users have one; certificates do not).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// Groups, including `system:authenticated` or `system:unauthenticated`.
+    pub groups: Vec<String>,
+}
+
+/// What the filter enforces; [`Security::default`] enforces nothing (plain http, as before).
+#[derive(Clone, Debug, Default)]
+pub struct Security {
+    /// The authenticator, when authentication is on.
+    pub authenticator: Option<Arc<authn::Authenticator>>,
+    /// The RBAC objects, cached.
+    pub policy: Arc<policy::PolicyCache>,
+}
+
+impl Security {
+    /// Authentication on, with the tokens of a token file (possibly none).
+    pub fn with_authenticator(authenticator: authn::Authenticator) -> Self {
+        Security {
+            authenticator: Some(Arc::new(authenticator)),
+            policy: Arc::default(),
+        }
+    }
+
+    /// True when requests are authenticated.
+    pub fn enabled(&self) -> bool {
+        self.authenticator.is_some()
+    }
+}
+
+/// Paths anyone may GET (upstream's `system:public-info-viewer`, docs/security.md#n2).
+pub fn is_public_path(path: &str) -> bool {
+    matches!(
+        path,
+        "/healthz" | "/readyz" | "/livez" | "/version" | "/version/"
+    )
+}
+
+/// The middleware: authenticate, drop the credential, refuse anonymous requests beyond the public
+/// paths, and hand the user to the handlers.
+pub async fn filter(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let Some(authenticator) = state.security.authenticator.as_deref() else {
+        return next.run(request).await;
+    };
+    let certificate_user = request
+        .extensions()
+        .get::<PeerUser>()
+        .and_then(|peer| peer.0.as_ref());
+    let header = request
+        .headers()
+        .get(AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or("?"));
+    let Ok(user) = authenticator.authenticate(certificate_user, header) else {
+        return unauthorized();
+    };
+    // docs/security.md#x4: the credential is never passed on.
+    request.headers_mut().remove(AUTHORIZATION);
+    if user.name == authn::ANONYMOUS && !is_public_path(request.uri().path()) {
+        return unauthorized();
+    }
+    let attributes = attributes::request_attributes(
+        user.clone(),
+        request.method().as_str(),
+        request.uri().path(),
+        request.uri().query().unwrap_or(""),
+    );
+    let policy = match state.security.policy.current(state.storage.as_ref()) {
+        Ok(policy) => policy,
+        Err(e) => return ApiError::from_storage(e, "clusterroles", "").into_response(),
+    };
+    let pod_node = pod_node(&state, &attributes);
+    if let rbac::Decision::Deny(reason) = rbac::authorize(&policy, &attributes, pod_node.as_deref())
+    {
+        tracing::debug!(user = %user.name, verb = %attributes.verb, path = %attributes.path, "forbidden");
+        return forbidden(&attributes, &reason);
+    }
+    request.extensions_mut().insert(user);
+    let rbac_write = attributes.api_group == "rbac.authorization.k8s.io"
+        && !matches!(attributes.verb.as_str(), "get" | "list" | "watch");
+    let response = next.run(request).await;
+    if rbac_write {
+        // The writer's next request sees its own change; the watch covers everyone else's.
+        state.security.policy.mark_stale();
+    }
+    response
+}
+
+/// For a node writing a named pod: the pod's `spec.nodeName`, which the Node authorizer needs.
+fn pod_node(state: &AppState, attributes: &attributes::Attributes) -> Option<String> {
+    node::node_name(&attributes.user)?;
+    if attributes.resource != "pods"
+        || attributes.name.is_empty()
+        || !attributes.api_group.is_empty()
+    {
+        return None;
+    }
+    let key = format!(
+        "/registry/pods/{}/{}",
+        attributes.namespace, attributes.name
+    );
+    let record = state.storage.get(&key).ok()??;
+    record.value["spec"]["nodeName"].as_str().map(String::from)
+}
+
+/// 403 as upstream words it (docs/security.md#n4, #n5).
+pub fn forbidden(attributes: &attributes::Attributes, reason: &str) -> Response {
+    let mut message = forbidden_message(attributes);
+    if !reason.is_empty() {
+        message = format!("{message}: {reason}");
+    }
+    let message = message
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let mut status = minik_api::status::failure(403, "Forbidden", message);
+    if attributes.resource_request {
+        status.details = serde_json::from_value(json!({
+            "group": attributes.api_group, "kind": attributes.resource, "name": attributes.name,
+        }))
+        .ok();
+    }
+    let mut response = ApiError::from(status).into_response();
+    response.headers_mut().insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    debug_assert!(response.headers().contains_key(CONTENT_TYPE));
+    response
+}
+
+/// `pods "web" is forbidden: User "u" cannot get resource "pods" in API group "" in the namespace
+/// "default"`, or `forbidden: User "u" cannot get path "/x"`.
+pub fn forbidden_message(a: &attributes::Attributes) -> String {
+    let user = &a.user.name;
+    if !a.resource_request {
+        return format!(
+            "forbidden: User {user:?} cannot {} path {:?}",
+            a.verb, a.path
+        );
+    }
+    let mut qualified = a.resource.clone();
+    if !a.api_group.is_empty() {
+        qualified = format!("{qualified}.{}", a.api_group);
+    }
+    if !a.name.is_empty() {
+        qualified = format!("{qualified} {:?}", a.name);
+    }
+    let mut resource = a.resource.clone();
+    if !a.subresource.is_empty() {
+        resource = format!("{resource}/{}", a.subresource);
+    }
+    let scope = if a.namespace.is_empty() {
+        "at the cluster scope".to_string()
+    } else {
+        format!("in the namespace {:?}", a.namespace)
+    };
+    format!(
+        "{qualified} is forbidden: User {user:?} cannot {} resource {resource:?} in API group {:?} {scope}",
+        a.verb, a.api_group
+    )
+}
+
+/// 401 with upstream's Status (docs/security.md#n3).
+pub fn unauthorized() -> Response {
+    ApiError::from(minik_api::status::failure(
+        401,
+        "Unauthorized",
+        "Unauthorized",
+    ))
+    .into_response()
+}

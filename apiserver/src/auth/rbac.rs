@@ -1,0 +1,201 @@
+//! RBAC: may this user do this, according to the Roles, ClusterRoles and their bindings?
+//!
+//! Kubernetes counterpart: `plugin/pkg/auth/authorizer/rbac/rbac.go` (`RBACAuthorizer.Authorize`,
+//! `RulesFor`), `pkg/registry/rbac/validation/rule.go` (which bindings apply to a user,
+//! docs/security.md#r2) and `pkg/apis/rbac/v1/evaluation_helpers.go` (how one rule matches,
+//! docs/security.md#r1). Before RBAC, the chain of `pkg/kubeapiserver/authorizer/config.go`: the
+//! `system:masters` group is allowed everything (docs/security.md#x6), then the Node authorizer
+//! (`node.rs`) decides for kubelets.
+//!
+//! Everything here is a pure function over a [`Policy`] snapshot, tested by tables.
+//! What minik simplifies: no aggregation (the bootstrap `admin`/`edit`/`view` are written out in
+//! full), no escalation check on writes to roles and bindings (docs/security.md#r3).
+//!
+//! Read next: `bootstrap.rs` (the roles every cluster starts with), `node.rs`.
+
+use std::collections::HashMap;
+
+use minik_api::k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
+
+use super::attributes::Attributes;
+use super::node::{self, NodeDecision};
+use super::UserInfo;
+
+/// The group allowed everything.
+pub const MASTERS: &str = "system:masters";
+
+/// The four RBAC kinds as read from storage.
+#[derive(Clone, Debug, Default)]
+pub struct Policy {
+    /// Every Role, by `(namespace, name)`.
+    pub roles: HashMap<(String, String), Role>,
+    /// Every ClusterRole, by name.
+    pub cluster_roles: HashMap<String, ClusterRole>,
+    /// Every RoleBinding.
+    pub role_bindings: Vec<RoleBinding>,
+    /// Every ClusterRoleBinding.
+    pub cluster_role_bindings: Vec<ClusterRoleBinding>,
+}
+
+/// An authorizer's answer, with upstream's reason text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Allowed, and by what.
+    Allow(String),
+    /// Denied (RBAC's reason is empty: nothing granted it).
+    Deny(String),
+}
+
+impl Decision {
+    /// True for [`Decision::Allow`].
+    pub fn allowed(&self) -> bool {
+        matches!(self, Decision::Allow(_))
+    }
+}
+
+/// The whole chain: `system:masters`, then the Node authorizer, then RBAC. `pod_node` is the
+/// `spec.nodeName` of the pod the request names, when the caller looked it up for a node.
+pub fn authorize(policy: &Policy, attributes: &Attributes, pod_node: Option<&str>) -> Decision {
+    if attributes.user.groups.iter().any(|g| g == MASTERS) {
+        return Decision::Allow(format!("allowed by the {MASTERS} group"));
+    }
+    if let Some(node) = node::node_name(&attributes.user) {
+        match node::authorize(node, attributes, pod_node) {
+            NodeDecision::Allow => return Decision::Allow("allowed by the node authorizer".into()),
+            NodeDecision::Deny(reason) => return Decision::Deny(reason),
+            NodeDecision::NoOpinion => {}
+        }
+    }
+    for (binding, rules) in rules_applying(policy, &attributes.user, &attributes.namespace) {
+        if rules.iter().any(|rule| rule_allows(rule, attributes)) {
+            return Decision::Allow(format!("RBAC: allowed by {binding}"));
+        }
+    }
+    Decision::Deny(String::new())
+}
+
+/// Every rule granted to `user` in `namespace` (empty: cluster-wide only), as
+/// `SelfSubjectRulesReview` lists them.
+pub fn rules_for(policy: &Policy, user: &UserInfo, namespace: &str) -> Vec<PolicyRule> {
+    rules_applying(policy, user, namespace)
+        .into_iter()
+        .flat_map(|(_, rules)| rules)
+        .collect()
+}
+
+/// The bindings that apply to `user` in `namespace`, each with a description and its role's rules.
+fn rules_applying(
+    policy: &Policy,
+    user: &UserInfo,
+    namespace: &str,
+) -> Vec<(String, Vec<PolicyRule>)> {
+    let mut found = Vec::new();
+    for binding in &policy.cluster_role_bindings {
+        let subjects = binding.subjects.as_deref().unwrap_or_default();
+        if subjects.iter().any(|s| applies_to(s, user, "")) {
+            let name = binding.metadata.name.as_deref().unwrap_or("");
+            let rules = role_rules(policy, &binding.role_ref, "");
+            found.push((format!("ClusterRoleBinding {name:?}"), rules));
+        }
+    }
+    if namespace.is_empty() {
+        return found;
+    }
+    for binding in &policy.role_bindings {
+        if binding.metadata.namespace.as_deref() != Some(namespace) {
+            continue;
+        }
+        let subjects = binding.subjects.as_deref().unwrap_or_default();
+        if subjects.iter().any(|s| applies_to(s, user, namespace)) {
+            let name = binding.metadata.name.as_deref().unwrap_or("");
+            let rules = role_rules(policy, &binding.role_ref, namespace);
+            found.push((format!("RoleBinding {name:?} in {namespace:?}"), rules));
+        }
+    }
+    found
+}
+
+/// The rules of the role a binding references (a RoleBinding may reference a ClusterRole).
+fn role_rules(policy: &Policy, role_ref: &RoleRef, namespace: &str) -> Vec<PolicyRule> {
+    let rules = match role_ref.kind.as_str() {
+        "ClusterRole" => policy
+            .cluster_roles
+            .get(&role_ref.name)
+            .and_then(|r| r.rules.clone()),
+        "Role" => policy
+            .roles
+            .get(&(namespace.to_string(), role_ref.name.clone()))
+            .and_then(|r| r.rules.clone()),
+        _ => None,
+    };
+    rules.unwrap_or_default()
+}
+
+/// docs/security.md#r2: a User or Group by name, a ServiceAccount by its user name (its namespace
+/// defaulting to the binding's).
+fn applies_to(subject: &Subject, user: &UserInfo, binding_namespace: &str) -> bool {
+    match subject.kind.as_str() {
+        "User" => subject.name == user.name,
+        "Group" => user.groups.contains(&subject.name),
+        "ServiceAccount" => {
+            let namespace = subject
+                .namespace
+                .as_deref()
+                .filter(|ns| !ns.is_empty())
+                .unwrap_or(binding_namespace);
+            user.name == format!("system:serviceaccount:{namespace}:{}", subject.name)
+        }
+        _ => false,
+    }
+}
+
+/// docs/security.md#r1: verbs, groups, resources (`*`, exact `res/sub`, or `*/sub`; `pods/*` does
+/// not cover `pods/log`) and names for resource requests; URLs (exact or `prefix*`) otherwise.
+pub fn rule_allows(rule: &PolicyRule, attributes: &Attributes) -> bool {
+    let has = |list: &Option<Vec<String>>, value: &str| {
+        list.as_deref()
+            .unwrap_or_default()
+            .iter()
+            .any(|item| item == "*" || item == value)
+    };
+    if !has(&Some(rule.verbs.clone()), &attributes.verb) {
+        return false;
+    }
+    if !attributes.resource_request {
+        return rule
+            .non_resource_urls
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .any(|url| {
+                url == "*"
+                    || *url == attributes.path
+                    || url
+                        .strip_suffix('*')
+                        .is_some_and(|prefix| attributes.path.starts_with(prefix))
+            });
+    }
+    let names = rule.resource_names.as_deref().unwrap_or_default();
+    has(&rule.api_groups, &attributes.api_group)
+        && resource_matches(rule.resources.as_deref().unwrap_or_default(), attributes)
+        && (names.is_empty() || names.contains(&attributes.name))
+}
+
+fn resource_matches(resources: &[String], attributes: &Attributes) -> bool {
+    let combined = if attributes.subresource.is_empty() {
+        attributes.resource.clone()
+    } else {
+        format!("{}/{}", attributes.resource, attributes.subresource)
+    };
+    resources.iter().any(|r| {
+        r == "*"
+            || *r == combined
+            || (!attributes.subresource.is_empty() && *r == format!("*/{}", attributes.subresource))
+    })
+}
+
+#[cfg(test)]
+#[path = "rbac_tests.rs"]
+mod tests;
