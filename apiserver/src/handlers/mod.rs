@@ -154,7 +154,10 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
             };
             crate::watch::serve_watch(state, &list_target, options, output)
         }
-        (&Method::GET, true, None) => read::get(state, target, output),
+        (&Method::GET, true, None) => {
+            request.params.resource_version()?;
+            read::get(state, target, output)
+        }
         (&Method::GET, true, Some(_)) if status_ok => read::get(state, target, output),
         (&Method::GET, true, Some("log")) if kind == "Pod" => {
             crate::logs::pod_logs(state, &request).await

@@ -49,6 +49,13 @@ pub fn set_type_meta(object: &mut Value, api_version: &str, kind: &str) -> ApiRe
         .as_object_mut()
         .ok_or_else(|| ApiError::bad_request("the object must be a JSON object"))?;
     for (field, expected) in [("apiVersion", api_version), ("kind", kind)] {
+        // Upstream decodes TypeMeta first, so `apiVersion: [v1]` fails there with a 400.
+        if let Some(value) = map.get(field).filter(|v| !v.is_string() && !v.is_null()) {
+            let found = json_type(value);
+            return Err(ApiError::bad_request(format!(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal {found} into Go struct field .{field} of type string"
+            )));
+        }
         match map.get(field).and_then(Value::as_str) {
             Some(found) if !found.is_empty() && found != expected => {
                 let message = format!("the API version in the data ({found}) does not match the expected API version ({expected})");
@@ -65,6 +72,18 @@ pub fn set_type_meta(object: &mut Value, api_version: &str, kind: &str) -> ApiRe
         }
     }
     Ok(())
+}
+
+/// The JSON type name Go's decoder uses in its errors (`array`, `object`, `number`, `bool`).
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+        Value::String(_) => "string",
+        Value::Null => "null",
+    }
 }
 
 /// `BeforeCreate`: name (or generateName), namespace from the URL, uid, creationTimestamp,
