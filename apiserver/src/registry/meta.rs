@@ -86,6 +86,12 @@ fn json_type(value: &Value) -> &'static str {
     }
 }
 
+/// Whether a create will generate the name: `generateName` given and `name` empty.
+pub fn generates_name(object: &Value) -> bool {
+    meta_str(object, "name").unwrap_or("").is_empty()
+        && meta_str(object, "generateName").is_some_and(|p| !p.is_empty())
+}
+
 /// `BeforeCreate`: name (or generateName), namespace from the URL, uid, creationTimestamp,
 /// generation 1; anything a client may not choose is cleared.
 pub fn prepare_create(object: &mut Value, namespace: Option<&str>) -> ApiResult<()> {
