@@ -201,3 +201,47 @@ async fn a_malformed_resource_version_is_a_bad_request_on_list_get_and_watch() {
     }
     server.stop().await;
 }
+
+#[tokio::test]
+async fn no_finalizer_may_be_added_once_deletion_has_started() {
+    let server = TestServer::start().await;
+    let services = "/api/v1/namespaces/default/services";
+    let mut held = common::service("held");
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    assert_eq!(server.post(services, &held).await.0, 201);
+    let (code, deleting) = server.delete(&format!("{services}/held"), None).await;
+    assert_eq!(code, 200, "{deleting}");
+    assert!(
+        deleting["metadata"]["deletionTimestamp"].is_string(),
+        "{deleting}"
+    );
+    let merge = "application/merge-patch+json";
+    let added = json!({"metadata": {"finalizers": ["example.com/hold", "example.com/late"]}});
+    let (code, body) = server
+        .patch(&format!("{services}/held"), merge, &added)
+        .await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(causes(&body), ["metadata.finalizers"], "{body}");
+    assert_eq!(
+        body["details"]["causes"][0]["reason"],
+        "FieldValueForbidden"
+    );
+    // Removing the last finalizer is still how the deletion completes.
+    let emptied = json!({"metadata": {"finalizers": null}});
+    let (code, body) = server
+        .patch(&format!("{services}/held"), merge, &emptied)
+        .await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(server.get(&format!("{services}/held")).await.0, 404);
+    // Before any deletion, finalizers may be added freely.
+    let mut fresh = pod("fresh");
+    fresh["metadata"]["generateName"] = json!("fresh-");
+    fresh["metadata"].as_object_mut().unwrap().remove("name");
+    let (code, created) = server.post(PODS, &fresh).await;
+    assert_eq!(code, 201, "{created}");
+    let name = created["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("fresh-"), "{name}");
+    let (code, body) = server.patch(&format!("{PODS}/{name}"), merge, &added).await;
+    assert_eq!(code, 200, "{body}");
+    server.stop().await;
+}

@@ -5,6 +5,9 @@
 //! (`BeforeUpdate`: uid, creationTimestamp and deletion fields cannot be changed by a client).
 //! Objects are handled as JSON here, before the kind's typed strategy runs.
 
+use std::collections::BTreeSet;
+
+use minik_api::meta::StatusCause;
 use minik_api::status;
 use rand::Rng;
 use serde_json::{Map, Value};
@@ -146,6 +149,43 @@ pub fn prepare_create(object: &mut Value, namespace: Option<&str>) -> ApiResult<
         meta.remove(field);
     }
     Ok(())
+}
+
+/// `ValidateNoNewFinalizers`: once `deletionTimestamp` is set, an update may remove finalizers
+/// but not add any (`ValidateObjectMetaUpdate` in `k8s.io/apimachinery/.../validation/objectmeta.go`).
+pub fn new_finalizers_while_deleting(object: &Value, old: &Value) -> Vec<StatusCause> {
+    if old
+        .pointer("/metadata/deletionTimestamp")
+        .is_none_or(Value::is_null)
+    {
+        return Vec::new();
+    }
+    let finalizers = |o: &Value| -> BTreeSet<String> {
+        o.pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str().map(str::to_string))
+            .collect()
+    };
+    let old_set = finalizers(old);
+    let extra: Vec<String> = finalizers(object)
+        .into_iter()
+        .filter(|f| !old_set.contains(f))
+        .map(|f| format!("{f:?}"))
+        .collect();
+    if extra.is_empty() {
+        return Vec::new();
+    }
+    let message = format!(
+        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+        extra.join(", ")
+    );
+    vec![status::cause(
+        "metadata.finalizers",
+        "FieldValueForbidden",
+        message,
+    )]
 }
 
 /// `BeforeUpdate`: the name must match the URL, and the system fields come from the stored object.

@@ -167,6 +167,10 @@ pub fn prepare_update(
 ) -> ApiResult<Value> {
     meta::set_type_meta(&mut object, info.api_version, info.kind)?;
     meta::prepare_update(&mut object, old, name, info.plural)?;
+    let causes = meta::new_finalizers_while_deleting(&object, old);
+    if !causes.is_empty() {
+        return Err(status::invalid(info.kind, name, causes).into());
+    }
     if subresource == Some("status") {
         let mut merged = old.clone();
         merged["status"] = object.get("status").cloned().unwrap_or(Value::Null);
