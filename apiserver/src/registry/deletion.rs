@@ -127,9 +127,10 @@ pub fn plan(kind: &str, object: &Value, requested: Option<i64>, now: Timestamp) 
         .and_then(Value::as_i64);
 
     match (old_stamp, old_grace) {
-        // D4: already terminating.
+        // D4: already terminating. Without a grace of its own, a DELETE changes nothing
+        // (`BeforeDelete`: "graceful deletion is pending, do nothing").
         (Some(stamp), Some(old)) if old > 0 => {
-            if !grace::shortens(old, grace) {
+            if requested.is_none() || !grace::shortens(old, grace) {
                 return Plan::Unchanged;
             }
             if grace == 0 && !has_finalizers {
@@ -239,6 +240,21 @@ mod tests {
         );
         assert_eq!(shorter["metadata"]["deletionGracePeriodSeconds"], 10);
         assert_eq!(plan("Pod", &shorter, Some(0), now()), Plan::RemoveNow);
+    }
+
+    #[test]
+    fn a_second_delete_without_a_grace_leaves_the_pending_one_alone() {
+        // BeforeDelete: "graceful deletion is pending, do nothing" — the spec's 30 is not looked at.
+        let Plan::Update(first) = plan("Pod", &bound_pod(), Some(100), now()) else {
+            panic!()
+        };
+        assert_eq!(plan("Pod", &first, None, now()), Plan::Unchanged);
+        let mut short_spec = bound_pod();
+        short_spec["spec"]["terminationGracePeriodSeconds"] = json!(5);
+        let Plan::Update(first) = plan("Pod", &short_spec, Some(60), now()) else {
+            panic!()
+        };
+        assert_eq!(plan("Pod", &first, None, now()), Plan::Unchanged);
     }
 
     #[test]
