@@ -37,9 +37,12 @@ pub fn prepare_create(object: Value) -> ApiResult<Value> {
 /// (docs/kubernetes-rules.md#a4).
 pub fn prepare_update(object: Value, old: &Value) -> ApiResult<Value> {
     let mut pod: Pod = typed(object, "Pod")?;
-    let old: Pod = typed(old.clone(), "Pod")?;
+    let mut old: Pod = typed(old.clone(), "Pod")?;
     check_quantities("Pod", pod.spec.as_ref())?;
     default_pod(&mut pod);
+    // As upstream, the stored object is defaulted when read, so a default added since it was
+    // written (a probe's 0 becoming 10) is not taken for a change.
+    default_pod(&mut old);
     let causes = validate_pod_update(&pod, &old);
     if !causes.is_empty() {
         return Err(status::invalid("Pod", &name_of(&pod), causes).into());
@@ -128,6 +131,16 @@ mod tests {
         let mut bad = pod();
         bad["spec"]["containers"][0]["image"] = json!("");
         assert_eq!(prepare_create(bad).unwrap_err().code(), 422);
+    }
+
+    #[test]
+    fn a_pod_stored_before_a_default_existed_still_takes_status_updates() {
+        let mut stored = prepare_create(pod()).unwrap();
+        stored["spec"]["containers"][0]["readinessProbe"] =
+            json!({"tcpSocket": {"port": 80}, "periodSeconds": 0});
+        let mut update = stored.clone();
+        update["status"]["phase"] = json!("Running");
+        assert!(prepare_update(update, &stored).is_ok());
     }
 
     #[test]
