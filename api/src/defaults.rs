@@ -83,12 +83,18 @@ pub fn image_pull_policy(image: &str) -> &'static str {
 }
 
 /// `SetDefaults_Probe` (docs/kubernetes-rules.md#probes): period 10 s, timeout 1 s, thresholds 1
-/// and 3.
+/// and 3. As upstream (plain Go ints), an explicit 0 counts as unset and is defaulted too.
 pub fn default_probe(probe: &mut Probe) {
-    probe.timeout_seconds.get_or_insert(1);
-    probe.period_seconds.get_or_insert(10);
-    probe.success_threshold.get_or_insert(1);
-    probe.failure_threshold.get_or_insert(3);
+    for (field, default) in [
+        (&mut probe.timeout_seconds, 1),
+        (&mut probe.period_seconds, 10),
+        (&mut probe.success_threshold, 1),
+        (&mut probe.failure_threshold, 3),
+    ] {
+        if field.unwrap_or(0) == 0 {
+            *field = Some(default);
+        }
+    }
     if let Some(http) = probe.http_get.as_mut() {
         http.path.get_or_insert_with(|| "/".to_string());
         http.scheme.get_or_insert_with(|| "HTTP".to_string());

@@ -23,7 +23,8 @@
 //! 2. A pod that is not scheduled (`spec.nodeName` empty) or already finished (phase `Succeeded`
 //!    or `Failed`) is deleted at once: grace 0. No kubelet has anything to stop.
 //! 3. A negative grace becomes 1.
-//! 4. A DELETE of a pod that is already terminating may only shorten its grace, never lengthen it.
+//! 4. A DELETE of a pod that is already terminating may only shorten its grace, never lengthen it,
+//!    and only with a `gracePeriodSeconds` of its own: without one, the pending grace stands.
 //! 5. The kubelet stops a terminating pod within its `deletionGracePeriodSeconds` (else the
 //!    spec's, else 30), and never gives less than 1 s: a force delete (grace 0) still gets 1 s.
 //!
@@ -117,7 +118,9 @@ pub fn grace_after_delete<'a>(pod: impl Into<PodGrace<'a>>, requested: Option<i6
     let grace = delete_grace(pod, requested);
     match pod.deletion_grace_period_seconds {
         // Terminating with time left: only a shorter grace replaces it.
-        Some(current) if current > 0 => match shortens(current, grace) {
+        // A DELETE without a grace leaves it alone ("graceful deletion is pending, do nothing"):
+        // the spec's grace is not looked at again.
+        Some(current) if current > 0 => match requested.is_some() && shortens(current, grace) {
             true => grace,
             false => current,
         },
@@ -213,6 +216,7 @@ mod tests {
             (Some(100), Some(200), 100, "longer: unchanged"),
             (Some(100), Some(10), 10, "shorter: replaces it"),
             (Some(10), None, 10, "the spec's 30 does not lengthen it"),
+            (Some(100), None, 100, "nor does the spec's 30 shorten it"),
             (Some(10), Some(0), 0, "force: at once"),
             (Some(0), None, 0, "nothing left: at once"),
         ];

@@ -8,7 +8,10 @@
 //! `The Pod "web" is invalid: spec.containers[0].image: Required value`.
 //!
 //! minik simplifies: only the rules its pipeline depends on are checked (names, containers, ports,
-//! probes' basic numbers, pod update immutability, service ports and type); upstream has hundreds.
+//! volumes and mounts, env names, quantities, probes' basic numbers, pod update immutability,
+//! service ports and type); upstream has hundreds. The pod spec's finer rules are in [`pod_spec`].
+
+pub mod pod_spec;
 
 use std::collections::BTreeSet;
 
@@ -120,6 +123,8 @@ pub fn validate_pod(pod: &Pod) -> Vec<StatusCause> {
     if spec.containers.is_empty() {
         causes.push(required("spec.containers"));
     }
+    let (volume_causes, volumes) = pod_spec::validate_volumes(spec);
+    causes.extend(volume_causes);
     let mut names = BTreeSet::new();
     let init = spec.init_containers.as_deref().unwrap_or_default();
     for (list, containers) in [
@@ -129,8 +134,12 @@ pub fn validate_pod(pod: &Pod) -> Vec<StatusCause> {
         for (index, container) in containers.iter().enumerate() {
             let path = format!("{list}[{index}]");
             causes.extend(validate_container(container, &path, &mut names));
+            causes.extend(pod_spec::validate_container_spec(
+                container, &path, &volumes,
+            ));
         }
     }
+    causes.extend(pod_spec::validate_pod_level(spec));
     if let Some(grace) = spec.termination_grace_period_seconds {
         if grace < 0 {
             causes.push(invalid_number(

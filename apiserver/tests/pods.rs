@@ -107,11 +107,17 @@ async fn deleting_a_bound_pod_sets_a_deletion_timestamp_and_watchers_see_modifie
             .0,
         200
     );
-    let types: Vec<String> = [watch.next().await.unwrap(), watch.next().await.unwrap()]
-        .iter()
-        .map(|e| e["type"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(types, ["MODIFIED", "DELETED"]);
+    // The shortening, then the final delete: marked with grace 0, then removed.
+    let mut types = Vec::new();
+    for _ in 0..3 {
+        types.push(
+            watch.next().await.unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    assert_eq!(types, ["MODIFIED", "MODIFIED", "DELETED"]);
     assert_eq!(server.get(&format!("{PODS}/web")).await.0, 404);
     server.stop().await;
 }
@@ -131,6 +137,33 @@ async fn unscheduled_pods_and_force_deletes_are_removed_at_once() {
         )
         .await;
     assert_eq!(code, 200);
+    assert_eq!(server.get(&format!("{PODS}/forced")).await.0, 404);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_force_delete_shows_watchers_the_deletion_timestamp_before_deleted() {
+    // Upstream's store marks the pod (deletionTimestamp, grace 0) and then removes it
+    // (`updateForGracefulDeletionAndFinalizers`): a watcher sees MODIFIED, then DELETED.
+    let server = TestServer::start().await;
+    let pod = bound_pod(&server, "forced").await;
+    let mut watch = server
+        .watch(&format!("{PODS}?watch=true&resourceVersion={}", rv(&pod)))
+        .await;
+    let force = json!({"gracePeriodSeconds": 0});
+    let (code, last) = server.delete(&format!("{PODS}/forced"), Some(&force)).await;
+    assert_eq!(code, 200, "{last}");
+    assert_eq!(last["metadata"]["deletionGracePeriodSeconds"], 0, "{last}");
+    let marked = watch.next().await.unwrap();
+    assert_eq!(marked["type"], "MODIFIED", "{marked}");
+    assert!(marked["object"]["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(
+        marked["object"]["metadata"]["deletionGracePeriodSeconds"],
+        0
+    );
+    let gone = watch.next().await.unwrap();
+    assert_eq!(gone["type"], "DELETED", "{gone}");
+    assert_eq!(rv(&gone["object"]), rv(&marked["object"]) + 1);
     assert_eq!(server.get(&format!("{PODS}/forced")).await.0, 404);
     server.stop().await;
 }

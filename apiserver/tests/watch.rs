@@ -147,6 +147,10 @@ async fn resource_version_zero_sends_current_objects_then_live_events() {
             (Some("ADDED"), Some(name.as_str()))
         );
         server.delete(&format!("{PODS}/{name}"), None).await;
+        // A pod is marked (deletionTimestamp, grace 0) before it goes, even when unscheduled.
+        let event = watch.next().await.unwrap();
+        assert_eq!(event["type"], "MODIFIED");
+        assert!(event["object"]["metadata"]["deletionTimestamp"].is_string());
         let event = watch.next().await.unwrap();
         assert_eq!(event["type"], "DELETED");
     }

@@ -61,6 +61,16 @@ pub async fn group_resource(
     handle(state, &group, &rest, method, headers, pairs, body).await
 }
 
+/// `DELETE …/pods/`: a client that meant `…/pods/{name}` with an empty name. Upstream serves it
+/// as deletecollection (kubernetes/kubernetes#127746, kubernetes-client/python#2291); minik
+/// refuses it, so a missing name never deletes a whole namespace. `DELETE …/pods` still does.
+fn empty_name_delete() -> ApiError {
+    status::method_not_allowed(
+        "the server does not allow this method on the requested resource: a DELETE path ending in '/' names no object (send the collection path without the trailing '/' to delete a collection)",
+    )
+    .into()
+}
+
 fn not_found_path() -> ApiError {
     status::failure(
         404,
@@ -82,6 +92,9 @@ async fn handle(
     let Some(target) = parse_target(group, rest) else {
         return not_found_path().into_response();
     };
+    if method == Method::DELETE && target.name.is_none() && rest.ends_with('/') {
+        return empty_name_delete().into_response();
+    }
     let request = ApiRequest {
         target,
         params: Params::new(pairs),
@@ -141,7 +154,10 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
             };
             crate::watch::serve_watch(state, &list_target, options, output)
         }
-        (&Method::GET, true, None) => read::get(state, target, output),
+        (&Method::GET, true, None) => {
+            request.params.resource_version()?;
+            read::get(state, target, output)
+        }
         (&Method::GET, true, Some(_)) if status_ok => read::get(state, target, output),
         (&Method::GET, true, Some("log")) if kind == "Pod" => {
             crate::logs::pod_logs(state, &request).await

@@ -94,22 +94,55 @@ async fn create_object(
     } else {
         BTreeSet::new()
     };
-    let mut object = registry::prepare_create(info, body, namespace, &used)?;
-    if let Some(managed) = managed_fields {
-        meta::meta_mut(&mut object)?.insert("managedFields".into(), managed);
+    // A generated name that is taken is generated again (`RetryGenerateName`, GA in 1.32).
+    let attempts = if meta::generates_name(&body) {
+        MAX_NAME_GENERATION_ATTEMPTS
+    } else {
+        1
+    };
+    retry_name_collisions(attempts, || async {
+        let mut object = registry::prepare_create(info, body.clone(), namespace, &used)?;
+        if let Some(managed) = managed_fields.clone() {
+            meta::meta_mut(&mut object)?.insert("managedFields".into(), managed);
+        }
+        let name = meta::meta_str(&object, "name").unwrap_or("").to_string();
+        if dry_run {
+            return Ok(json_response(StatusCode::CREATED, &object));
+        }
+        let key = storage_key(info, namespace, &name);
+        let record = state
+            .storage
+            .create(&key, object)
+            .await
+            .map_err(|e| ApiError::from_storage(e, &info.group_resource(), &name))?;
+        info!(kind = info.kind, key = %key, revision = record.revision, "created object");
+        Ok(json_response(StatusCode::CREATED, record.value.as_ref()))
+    })
+    .await
+}
+
+/// `maxNameGenerationCreateAttempts` in `k8s.io/apiserver/pkg/registry/generic/registry/store.go`.
+const MAX_NAME_GENERATION_ATTEMPTS: usize = 8;
+
+/// Runs `create` up to `attempts` times while it answers 409 AlreadyExists: upstream's store
+/// retries a create whose generated name collided, transparently to the client.
+async fn retry_name_collisions<T, F, Fut>(attempts: usize, mut create: F) -> ApiResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ApiResult<T>>,
+{
+    let mut attempt = 1;
+    loop {
+        match create().await {
+            Err(error)
+                if attempt < attempts && error.0.reason.as_deref() == Some("AlreadyExists") =>
+            {
+                info!(attempt, "generated name taken, generating another");
+                attempt += 1;
+            }
+            result => return result,
+        }
     }
-    let name = meta::meta_str(&object, "name").unwrap_or("").to_string();
-    if dry_run {
-        return Ok(json_response(StatusCode::CREATED, &object));
-    }
-    let key = storage_key(info, namespace, &name);
-    let record = state
-        .storage
-        .create(&key, object)
-        .await
-        .map_err(|e| ApiError::from_storage(e, &info.group_resource(), &name))?;
-    info!(kind = info.kind, key = %key, revision = record.revision, "created object");
-    Ok(json_response(StatusCode::CREATED, record.value.as_ref()))
 }
 
 /// The object stored at the request's URL, if any.
@@ -278,4 +311,53 @@ pub async fn bind(state: &AppState, request: &ApiRequest) -> ApiResult<Response>
     info!(pod = %format!("{}/{}", target.namespace.as_deref().unwrap_or(""), target.name()), node = %node, "bound pod");
     let success = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
     Ok(json_response(StatusCode::CREATED, &success))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn taken() -> ApiError {
+        status::already_exists("pods", "web-abcde").into()
+    }
+
+    #[tokio::test]
+    async fn a_taken_generated_name_is_retried_up_to_eight_times() {
+        // (failures before success, attempts allowed, answer code, calls made)
+        let table = [
+            (0, 8, 200, 1),
+            (3, 8, 200, 4),
+            (7, 8, 200, 8),
+            (8, 8, 409, 8),
+            (1, 1, 409, 1),
+        ];
+        for (failures, attempts, code, calls) in table {
+            let mut made = 0;
+            let result = retry_name_collisions(attempts, || {
+                made += 1;
+                let fail = made <= failures;
+                async move {
+                    if fail {
+                        Err(taken())
+                    } else {
+                        Ok(())
+                    }
+                }
+            })
+            .await;
+            let answered = result.map(|_| 200).unwrap_or_else(|e| e.code());
+            assert_eq!((answered, made), (code, calls), "{failures} collisions");
+        }
+        let mut made = 0;
+        let other = retry_name_collisions(8, || {
+            made += 1;
+            async { Err::<(), _>(ApiError::bad_request("no")) }
+        })
+        .await;
+        assert_eq!(
+            (other.unwrap_err().code(), made),
+            (400, 1),
+            "only collisions retry"
+        );
+    }
 }

@@ -98,6 +98,10 @@ pub enum Plan {
     RemoveNow,
     /// Store this new state (deletion requested; watchers see MODIFIED).
     Update(Value),
+    /// A pod deleted with no grace left: store this marked state (`deletionTimestamp`, grace 0),
+    /// then remove it, so watchers see MODIFIED then DELETED as upstream's
+    /// `updateForGracefulDeletionAndFinalizers` produces ("intentionally delete gracelessly").
+    MarkThenRemove(Value),
     /// Leave it as it is: a deletion is already pending and this one does not shorten it.
     Unchanged,
 }
@@ -127,18 +131,20 @@ pub fn plan(kind: &str, object: &Value, requested: Option<i64>, now: Timestamp) 
         .and_then(Value::as_i64);
 
     match (old_stamp, old_grace) {
-        // D4: already terminating.
+        // D4: already terminating. Without a grace of its own, a DELETE changes nothing
+        // (`BeforeDelete`: "graceful deletion is pending, do nothing").
         (Some(stamp), Some(old)) if old > 0 => {
-            if !grace::shortens(old, grace) {
+            if requested.is_none() || !grace::shortens(old, grace) {
                 return Plan::Unchanged;
-            }
-            if grace == 0 && !has_finalizers {
-                return Plan::RemoveNow;
             }
             let old_time: Timestamp = stamp.parse().unwrap_or(now);
             let deadline =
                 old_time - SignedDuration::from_secs(old) + SignedDuration::from_secs(grace);
-            Plan::Update(mark_deleted(object, deadline, grace))
+            let marked = mark_deleted(object, deadline, grace);
+            if grace == 0 && !has_finalizers {
+                return Plan::MarkThenRemove(marked);
+            }
+            Plan::Update(marked)
         }
         (Some(_), _) => {
             if has_finalizers {
@@ -154,6 +160,8 @@ pub fn plan(kind: &str, object: &Value, requested: Option<i64>, now: Timestamp) 
             grace,
         )),
         (None, _) if has_finalizers => Plan::Update(mark_deleted(object, now, 0)),
+        // Pods have graceful deletion even at grace 0 (force, unscheduled, finished).
+        (None, _) if kind == "Pod" => Plan::MarkThenRemove(mark_deleted(object, now, 0)),
         (None, _) => Plan::RemoveNow,
     }
 }
@@ -215,13 +223,22 @@ mod tests {
 
     #[test]
     fn unscheduled_or_finished_pods_go_at_once() {
+        let removed_at_once = |plan: Plan| match plan {
+            Plan::MarkThenRemove(marked) => marked["metadata"]["deletionGracePeriodSeconds"] == 0,
+            _ => false,
+        };
         let mut pending = bound_pod();
         pending["spec"]["nodeName"] = json!("");
-        assert_eq!(plan("Pod", &pending, Some(30), now()), Plan::RemoveNow);
+        assert!(removed_at_once(plan("Pod", &pending, Some(30), now())));
         let mut done = bound_pod();
         done["status"]["phase"] = json!("Succeeded");
-        assert_eq!(plan("Pod", &done, None, now()), Plan::RemoveNow);
-        assert_eq!(plan("Pod", &bound_pod(), Some(0), now()), Plan::RemoveNow);
+        assert!(removed_at_once(plan("Pod", &done, None, now())));
+        assert!(removed_at_once(plan("Pod", &bound_pod(), Some(0), now())));
+        // Already marked with grace 0 (the mark was stored, the removal was not): remove now.
+        let Plan::MarkThenRemove(marked) = plan("Pod", &bound_pod(), Some(0), now()) else {
+            panic!()
+        };
+        assert_eq!(plan("Pod", &marked, None, now()), Plan::RemoveNow);
     }
 
     #[test]
@@ -238,7 +255,28 @@ mod tests {
             "2026-01-01T00:00:10Z"
         );
         assert_eq!(shorter["metadata"]["deletionGracePeriodSeconds"], 10);
-        assert_eq!(plan("Pod", &shorter, Some(0), now()), Plan::RemoveNow);
+        let Plan::MarkThenRemove(last) = plan("Pod", &shorter, Some(0), now()) else {
+            panic!()
+        };
+        assert_eq!(
+            last["metadata"]["deletionTimestamp"],
+            "2026-01-01T00:00:00Z"
+        );
+    }
+
+    #[test]
+    fn a_second_delete_without_a_grace_leaves_the_pending_one_alone() {
+        // BeforeDelete: "graceful deletion is pending, do nothing" — the spec's 30 is not looked at.
+        let Plan::Update(first) = plan("Pod", &bound_pod(), Some(100), now()) else {
+            panic!()
+        };
+        assert_eq!(plan("Pod", &first, None, now()), Plan::Unchanged);
+        let mut short_spec = bound_pod();
+        short_spec["spec"]["terminationGracePeriodSeconds"] = json!(5);
+        let Plan::Update(first) = plan("Pod", &short_spec, Some(60), now()) else {
+            panic!()
+        };
+        assert_eq!(plan("Pod", &first, None, now()), Plan::Unchanged);
     }
 
     #[test]

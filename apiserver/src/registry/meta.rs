@@ -5,6 +5,9 @@
 //! (`BeforeUpdate`: uid, creationTimestamp and deletion fields cannot be changed by a client).
 //! Objects are handled as JSON here, before the kind's typed strategy runs.
 
+use std::collections::BTreeSet;
+
+use minik_api::meta::StatusCause;
 use minik_api::status;
 use rand::Rng;
 use serde_json::{Map, Value};
@@ -49,6 +52,13 @@ pub fn set_type_meta(object: &mut Value, api_version: &str, kind: &str) -> ApiRe
         .as_object_mut()
         .ok_or_else(|| ApiError::bad_request("the object must be a JSON object"))?;
     for (field, expected) in [("apiVersion", api_version), ("kind", kind)] {
+        // Upstream decodes TypeMeta first, so `apiVersion: [v1]` fails there with a 400.
+        if let Some(value) = map.get(field).filter(|v| !v.is_string() && !v.is_null()) {
+            let found = json_type(value);
+            return Err(ApiError::bad_request(format!(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal {found} into Go struct field .{field} of type string"
+            )));
+        }
         match map.get(field).and_then(Value::as_str) {
             Some(found) if !found.is_empty() && found != expected => {
                 let message = format!("the API version in the data ({found}) does not match the expected API version ({expected})");
@@ -65,6 +75,24 @@ pub fn set_type_meta(object: &mut Value, api_version: &str, kind: &str) -> ApiRe
         }
     }
     Ok(())
+}
+
+/// The JSON type name Go's decoder uses in its errors (`array`, `object`, `number`, `bool`).
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+        Value::String(_) => "string",
+        Value::Null => "null",
+    }
+}
+
+/// Whether a create will generate the name: `generateName` given and `name` empty.
+pub fn generates_name(object: &Value) -> bool {
+    meta_str(object, "name").unwrap_or("").is_empty()
+        && meta_str(object, "generateName").is_some_and(|p| !p.is_empty())
 }
 
 /// `BeforeCreate`: name (or generateName), namespace from the URL, uid, creationTimestamp,
@@ -121,6 +149,43 @@ pub fn prepare_create(object: &mut Value, namespace: Option<&str>) -> ApiResult<
         meta.remove(field);
     }
     Ok(())
+}
+
+/// `ValidateNoNewFinalizers`: once `deletionTimestamp` is set, an update may remove finalizers
+/// but not add any (`ValidateObjectMetaUpdate` in `k8s.io/apimachinery/.../validation/objectmeta.go`).
+pub fn new_finalizers_while_deleting(object: &Value, old: &Value) -> Vec<StatusCause> {
+    if old
+        .pointer("/metadata/deletionTimestamp")
+        .is_none_or(Value::is_null)
+    {
+        return Vec::new();
+    }
+    let finalizers = |o: &Value| -> BTreeSet<String> {
+        o.pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str().map(str::to_string))
+            .collect()
+    };
+    let old_set = finalizers(old);
+    let extra: Vec<String> = finalizers(object)
+        .into_iter()
+        .filter(|f| !old_set.contains(f))
+        .map(|f| format!("{f:?}"))
+        .collect();
+    if extra.is_empty() {
+        return Vec::new();
+    }
+    let message = format!(
+        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+        extra.join(", ")
+    );
+    vec![status::cause(
+        "metadata.finalizers",
+        "FieldValueForbidden",
+        message,
+    )]
 }
 
 /// `BeforeUpdate`: the name must match the URL, and the system fields come from the stored object.

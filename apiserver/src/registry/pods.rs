@@ -5,9 +5,10 @@
 //! `pkg/registry/core/pod/storage/storage.go` (`BindingREST.assignPod`: the scheduler's POST of a
 //! Binding sets `spec.nodeName` once and marks the pod `PodScheduled`).
 
-use minik_api::core::{Binding, Pod, PodCondition};
+use minik_api::core::{Binding, Pod, PodCondition, PodSpec};
 use minik_api::defaults::{default_pod, initial_pod_status};
 use minik_api::status;
+use minik_api::validation::pod_spec::{malformed_quantity, QUANTITY_FORMAT_MSG};
 use minik_api::validation::{validate_pod, validate_pod_update};
 use serde_json::Value;
 
@@ -21,6 +22,7 @@ fn name_of(pod: &Pod) -> String {
 /// A new pod: defaults, a fresh `Pending` status (whatever the client sent), then validation.
 pub fn prepare_create(object: Value) -> ApiResult<Value> {
     let mut pod: Pod = typed(object, "Pod")?;
+    check_quantities("Pod", pod.spec.as_ref())?;
     default_pod(&mut pod);
     pod.status = None;
     initial_pod_status(&mut pod);
@@ -35,13 +37,28 @@ pub fn prepare_create(object: Value) -> ApiResult<Value> {
 /// (docs/kubernetes-rules.md#a4).
 pub fn prepare_update(object: Value, old: &Value) -> ApiResult<Value> {
     let mut pod: Pod = typed(object, "Pod")?;
-    let old: Pod = typed(old.clone(), "Pod")?;
+    let mut old: Pod = typed(old.clone(), "Pod")?;
+    check_quantities("Pod", pod.spec.as_ref())?;
     default_pod(&mut pod);
+    // As upstream, the stored object is defaulted when read, so a default added since it was
+    // written (a probe's 0 becoming 10) is not taken for a change.
+    default_pod(&mut old);
     let causes = validate_pod_update(&pod, &old);
     if !causes.is_empty() {
         return Err(status::invalid("Pod", &name_of(&pod), causes).into());
     }
     untyped(&pod)
+}
+
+/// Resource quantities must parse: upstream's decoder refuses `cpu: lots` with a 400 before any
+/// validation runs (`resource.ParseQuantity` in `Quantity.UnmarshalJSON`).
+pub fn check_quantities(kind: &str, spec: Option<&PodSpec>) -> ApiResult<()> {
+    match spec.and_then(malformed_quantity) {
+        None => Ok(()),
+        Some(_) => Err(ApiError::bad_request(format!(
+            "{kind} in version \"v1\" cannot be handled as a {kind}: {QUANTITY_FORMAT_MSG}"
+        ))),
+    }
 }
 
 /// `assignPod`: the node a Binding names, written into a stored pod. A pod already bound, or
@@ -114,6 +131,16 @@ mod tests {
         let mut bad = pod();
         bad["spec"]["containers"][0]["image"] = json!("");
         assert_eq!(prepare_create(bad).unwrap_err().code(), 422);
+    }
+
+    #[test]
+    fn a_pod_stored_before_a_default_existed_still_takes_status_updates() {
+        let mut stored = prepare_create(pod()).unwrap();
+        stored["spec"]["containers"][0]["readinessProbe"] =
+            json!({"tcpSocket": {"port": 80}, "periodSeconds": 0});
+        let mut update = stored.clone();
+        update["status"]["phase"] = json!("Running");
+        assert!(prepare_update(update, &stored).is_ok());
     }
 
     #[test]

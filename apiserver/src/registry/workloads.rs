@@ -15,12 +15,18 @@ use minik_api::workloads::{
 };
 use serde_json::Value;
 
+use super::pods::check_quantities;
 use super::{typed, untyped};
 use crate::error::ApiResult;
 
 /// A new Deployment: defaults, an empty status, validation.
 pub fn prepare_create_deployment(object: Value) -> ApiResult<Value> {
     let mut deployment: Deployment = typed(object, "Deployment")?;
+    let template = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref());
+    check_quantities("Deployment", template)?;
     default_deployment(&mut deployment);
     deployment.status = Some(Default::default());
     check(
@@ -34,6 +40,11 @@ pub fn prepare_create_deployment(object: Value) -> ApiResult<Value> {
 /// An updated Deployment (main resource or `/status`): defaults, validation, same selector.
 pub fn prepare_update_deployment(object: Value, old: &Value) -> ApiResult<Value> {
     let mut deployment: Deployment = typed(object, "Deployment")?;
+    let template = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref());
+    check_quantities("Deployment", template)?;
     let old: Deployment = typed(old.clone(), "Deployment")?;
     default_deployment(&mut deployment);
     let mut causes = validate_deployment(&deployment);
@@ -47,6 +58,12 @@ pub fn prepare_update_deployment(object: Value, old: &Value) -> ApiResult<Value>
 /// A new ReplicaSet: defaults, an empty status, validation.
 pub fn prepare_create_replica_set(object: Value) -> ApiResult<Value> {
     let mut replica_set: ReplicaSet = typed(object, "ReplicaSet")?;
+    let template = replica_set
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.as_ref())
+        .and_then(|t| t.spec.as_ref());
+    check_quantities("ReplicaSet", template)?;
     default_replica_set(&mut replica_set);
     replica_set.status = Some(Default::default());
     check(
@@ -60,6 +77,12 @@ pub fn prepare_create_replica_set(object: Value) -> ApiResult<Value> {
 /// An updated ReplicaSet: defaults, validation, same selector.
 pub fn prepare_update_replica_set(object: Value, old: &Value) -> ApiResult<Value> {
     let mut replica_set: ReplicaSet = typed(object, "ReplicaSet")?;
+    let template = replica_set
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.as_ref())
+        .and_then(|t| t.spec.as_ref());
+    check_quantities("ReplicaSet", template)?;
     let old: ReplicaSet = typed(old.clone(), "ReplicaSet")?;
     default_replica_set(&mut replica_set);
     let mut causes = validate_replica_set(&replica_set);

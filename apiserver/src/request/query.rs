@@ -47,6 +47,20 @@ impl Params {
         }
     }
 
+    /// `resourceVersion`, if given: it must be a revision (a malformed one is a 400, worded as
+    /// upstream's `ParseResourceVersion` error wrapped by the etcd3 store).
+    pub fn resource_version(&self) -> ApiResult<Option<String>> {
+        let Some(text) = self.get("resourceVersion").filter(|v| !v.is_empty()) else {
+            return Ok(None);
+        };
+        if text.parse::<u64>().is_err() {
+            return Err(ApiError::bad_request(format!(
+                "invalid resource version: resourceVersion: Invalid value: {text:?}: strconv.ParseUint: parsing {text:?}: invalid syntax"
+            )));
+        }
+        Ok(Some(text.to_string()))
+    }
+
     /// `dryRun=All`: validate and answer, but store nothing.
     pub fn dry_run(&self) -> bool {
         self.get("dryRun").is_some_and(|v| v == "All")
@@ -95,10 +109,7 @@ impl ListOptions {
             labels,
             fields,
             watch: params.flag("watch"),
-            resource_version: params
-                .get("resourceVersion")
-                .filter(|v| !v.is_empty())
-                .map(str::to_string),
+            resource_version: params.resource_version()?,
             limit: non_negative("limit")?
                 .filter(|n| *n > 0)
                 .map(|n| n as usize),

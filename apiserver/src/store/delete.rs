@@ -81,6 +81,9 @@ pub async fn delete_one(
                     info!(kind, key, revision = record.revision, "deleted object");
                 })
                 .map(|record| (record, true)),
+            Plan::MarkThenRemove(object) => {
+                mark_then_remove(state, kind, key, object, stored.revision).await
+            }
             Plan::Update(object) => state
                 .storage
                 .update(key, object, Some(stored.revision))
@@ -116,4 +119,25 @@ pub async fn delete_one(
         "the object is being modified too often; please retry",
     )
     .into())
+}
+
+/// Stores the marked pod, then removes it (MODIFIED, then DELETED). If another write lands in
+/// between, the removal conflicts and the caller's next attempt finds the pod marked with grace
+/// 0, which it removes at once.
+async fn mark_then_remove(
+    state: &AppState,
+    kind: &str,
+    key: &str,
+    object: Value,
+    revision: storage::Revision,
+) -> Result<(storage::Record, bool), storage::Error> {
+    let marked = state.storage.update(key, object, Some(revision)).await?;
+    let record = state.storage.delete(key, Some(marked.revision)).await?;
+    info!(
+        kind,
+        key,
+        revision = record.revision,
+        "deleted object without grace"
+    );
+    Ok((record, true))
 }

@@ -40,6 +40,10 @@ async fn reflector_store_follows_creates_and_deletes() {
     pods.delete("before", &DeleteParams::default())
         .await
         .unwrap();
+    // As upstream, a pod deleted without grace is first marked (deletionTimestamp), then removed.
+    assert!(
+        matches!(next(&mut events).await, Event::Applied(p) if p.metadata.deletion_timestamp.is_some())
+    );
     assert!(
         matches!(next(&mut events).await, Event::Deleted(p) if p.metadata.name.as_deref() == Some("before"))
     );
