@@ -16,12 +16,14 @@
 //! - [`printers`]: the columns and cells of `get` for each kind (the server's Tables);
 //! - [`table`]: the `meta.k8s.io/v1` Table those cells travel in (k8s-openapi lacks it);
 //! - [`grace`]: which grace period a pod gets, for the API server and the kubelet alike;
-//! - [`workloads`]: defaults and validation of apps/v1 Deployments and ReplicaSets.
+//! - [`workloads`]: defaults and validation of apps/v1 Deployments and ReplicaSets;
+//! - [`jobs`]: defaults, generated selector and validation of batch/v1 Jobs.
 //!
 //! Read next: `apiserver/src/lib.rs`, where these objects are stored and served.
 
 pub mod defaults;
 pub mod grace;
+pub mod jobs;
 pub mod key;
 pub mod printers;
 pub mod resource;
@@ -35,6 +37,8 @@ pub mod workloads;
 pub use k8s_openapi;
 /// The apps/v1 kinds (Deployment, ReplicaSet) and their specs.
 pub use k8s_openapi::api::apps::v1 as apps;
+/// The batch/v1 kinds (Job) and their specs.
+pub use k8s_openapi::api::batch::v1 as batch;
 /// The core/v1 kinds (Pod, Service, Endpoints, Node, Event, Namespace, Binding …).
 pub use k8s_openapi::api::core::v1 as core;
 /// ObjectMeta, Status, Time, MicroTime, ListMeta, LabelSelector and the other meta/v1 types.

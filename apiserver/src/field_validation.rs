@@ -99,6 +99,7 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         "EndpointSlice" => ignored_by::<EndpointSlice>(value),
         "Deployment" => ignored_by::<Deployment>(value),
         "ReplicaSet" => ignored_by::<ReplicaSet>(value),
+        "Job" => ignored_by::<minik_api::batch::Job>(value),
         _ => Vec::new(),
     }
 }

@@ -314,7 +314,7 @@ pub fn table(kind: &str) -> &'static [Rule] {
         "Pod" => POD,
         "Service" => SERVICE,
         "Node" => NODE,
-        "Deployment" | "ReplicaSet" => WORKLOAD,
+        "Deployment" | "ReplicaSet" | "Job" => WORKLOAD,
         _ => &[],
     }
 }
