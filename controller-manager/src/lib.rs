@@ -9,8 +9,8 @@
 //! 2. [`informers`]: one list+watch per kind, fanned out to every controller's event handlers;
 //! 3. [`controller`]: the [`controller::Controller`] trait, and the workers that drain each
 //!    controller's `minik_client::WorkQueue` with per-key rate-limited retries;
-//! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`], [`deployment`]
-//!    and [`gc`] (the garbage collector).
+//! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`], [`deployment`],
+//!    [`job`] and [`gc`] (the garbage collector).
 //!
 //! ```text
 //!  Lease ──► leader? ──► SharedInformers (pods, replicasets, deployments, every kind's metadata)
@@ -29,6 +29,7 @@ pub mod deployment;
 pub mod expectations;
 pub mod gc;
 pub mod informers;
+pub mod job;
 pub mod leader;
 pub mod ownership;
 pub mod replicaset;
@@ -170,6 +171,12 @@ pub fn start_controllers(
         ),
         controller::spawn(
             deployment::DeploymentController::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            job::JobController::new(informers, client.clone(), job::JobOptions::default()),
             informers,
             workers,
             shutdown.clone(),

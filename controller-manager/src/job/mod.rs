@@ -1,0 +1,536 @@
+//! The Job controller: runs a Job's pods to `completions`, counting each finished pod once.
+//!
+//! Kubernetes counterpart: `pkg/controller/job/job_controller.go` (`syncJob`,
+//! `trackJobStatusWithFinalizers`, `manageJob`, the pod handlers). One sync of `namespace/name`:
+//!
+//! 1. a finished Job (Complete or Failed) only strips the tracking finalizer from its pods;
+//! 2. claim the pods (adopt orphans its selector matches, release those it no longer matches);
+//! 3. record newly finished tracked pods in `status.uncountedTerminatedPods` (one status write),
+//!    remove their finalizers, then move them into `succeeded`/`failed` (the next write): a pod
+//!    deleted after it succeeded is held by its finalizer until it was counted, and a crash between
+//!    any two steps is resumed by the next sync without losing or doubling a completion (JB3);
+//! 4. decide ([`decide`]): SuccessCriteriaMet / FailureTarget, how many pods should be active,
+//!    the failure backoff and the active deadline; create or delete the difference;
+//! 5. write the status ([`status::next_status`]); Complete or Failed come once no pod runs (JB6).
+//!
+//! Expectations (as the ReplicaSet controller's) keep a sync from creating pods its informer has
+//! not seen yet; `released` remembers the uids whose finalizer this process removed, so a stale
+//! cache cannot count them twice.
+//!
+//! minik simplifies: NonIndexed completion only (Indexed is validated and stored, but its pods are
+//! not yet indexed), no `podFailurePolicy`, `successPolicy`, `backoffLimitPerIndex`, no
+//! ttl-after-finished, no 500-pods-per-sync batching beyond one burst.
+
+pub mod decide;
+pub mod status;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::join_all;
+use minik_api::batch::Job;
+use minik_api::core::Pod;
+use minik_api::jobs::TRACKING_FINALIZER;
+use minik_api::meta::ObjectMeta;
+use minik_api::ObjectKey;
+use minik_client::{Api, Client, DeleteParams, Patch, Store, WorkQueue};
+use tracing::{debug, info};
+
+use crate::controller::Controller;
+use crate::expectations::Expectations;
+use crate::informers::{Change, SharedInformers};
+use crate::ownership::{adopt_patch, claim, controller_of, controller_ref, release_patch, Claim};
+use decide::{Counts, PodState, Uncounted, Wanted};
+
+/// The most pods one sync creates or deletes (upstream `MaxPodCreateDeletePerSync`).
+const MAX_POD_WRITES_PER_SYNC: usize = 500;
+
+/// Timings a test may scale down.
+#[derive(Clone, Copy, Debug)]
+pub struct JobOptions {
+    /// The first replacement's wait after a failure (upstream 10 s).
+    pub backoff_base: Duration,
+    /// The longest wait (upstream `MaxJobPodFailureBackOff`, 10 min).
+    pub backoff_cap: Duration,
+}
+
+impl Default for JobOptions {
+    fn default() -> Self {
+        JobOptions {
+            backoff_base: Duration::from_secs(10),
+            backoff_cap: Duration::from_secs(600),
+        }
+    }
+}
+
+/// The controller: two stores, a queue, expectations, and the client it writes through.
+pub struct JobController {
+    jobs: Store<Job>,
+    pods: Store<Pod>,
+    queue: Arc<WorkQueue>,
+    expectations: Arc<Expectations>,
+    released: Arc<Mutex<BTreeSet<String>>>,
+    options: JobOptions,
+    client: Client,
+}
+
+impl JobController {
+    /// Registers the handlers on the shared Job and Pod informers.
+    pub fn new(informers: &SharedInformers, client: Client, options: JobOptions) -> Arc<Self> {
+        let job_informer = informers.informer::<Job>();
+        let pod_informer = informers.informer::<Pod>();
+        let controller = Arc::new(JobController {
+            jobs: job_informer.store(),
+            pods: pod_informer.store(),
+            queue: Arc::new(WorkQueue::new()),
+            expectations: Arc::new(Expectations::default()),
+            released: Arc::default(),
+            options,
+            client,
+        });
+        let (queue, expectations) = (controller.queue.clone(), controller.expectations.clone());
+        job_informer.add_handler(move |change: &Change<Job>| {
+            let key = ObjectKey::of(&change.object().metadata);
+            if let Change::Deleted(_) = change {
+                expectations.delete(&key);
+            }
+            queue.add(key);
+        });
+        let handler = PodHandler {
+            jobs: controller.jobs.clone(),
+            queue: controller.queue.clone(),
+            expectations: controller.expectations.clone(),
+            released: controller.released.clone(),
+        };
+        pod_informer.add_handler(move |change: &Change<Pod>| handler.on_change(change));
+        controller
+    }
+
+    fn api<K: minik_client::Object>(&self, meta: &ObjectMeta) -> Api<K> {
+        let namespace = meta.namespace.as_deref().unwrap_or("default");
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    /// Reconciles the Job `key` (`syncJob`).
+    pub async fn sync_job(&self, key: &ObjectKey) -> minik_client::Result<()> {
+        let job = self.jobs.get(key);
+        let candidates: Vec<Arc<Pod>> = self
+            .pods
+            .state()
+            .into_iter()
+            .filter(|pod| pod.metadata.namespace == key.namespace)
+            .collect();
+        let live_uid = job.as_ref().and_then(|job| job.metadata.uid.as_deref());
+        let orphans: Vec<&Pod> = candidates
+            .iter()
+            .map(|pod| &**pod)
+            .filter(|pod| tracked_orphan(pod, &key.name, live_uid))
+            .collect();
+        if !orphans.is_empty() {
+            info!(job = %key, pods = orphans.len(), "removing tracking finalizers of orphaned pods");
+            self.remove_finalizers(&orphans).await?;
+        }
+        let Some(job) = job else {
+            self.expectations.delete(key);
+            return Ok(());
+        };
+        let mut job = (*job).clone();
+        if status::is_finished(&job) {
+            let owned = self.claim_pods(&job, candidates, false).await?;
+            return self.release_all(key, &owned).await;
+        }
+        let owned = self.claim_pods(&job, candidates, true).await?;
+        let pods: Vec<&Pod> = owned.iter().map(|pod| &**pod).collect();
+        job = self.track_finished(key, job, &pods).await?;
+        self.manage(key, job, &pods).await
+    }
+
+    /// Steps 3 of the sync: uncounted first, then finalizers, then the counters (JB3).
+    async fn track_finished(
+        &self,
+        key: &ObjectKey,
+        mut job: Job,
+        pods: &[&Pod],
+    ) -> minik_client::Result<Job> {
+        let mut uncounted = Uncounted::of(&job);
+        let deleting_is_ours = Wanted::of(&job).suspend || decided(&job);
+        let released = self.released_uids();
+        let fresh = decide::newly_finished(pods, &uncounted, &released, deleting_is_ours);
+        if !fresh.is_empty() {
+            uncounted.extend(&fresh);
+            let observed = self.observe(&job, pods, uncounted.clone());
+            job = self.write_status(&job, &observed).await?;
+            info!(job = %key, succeeded = fresh.succeeded.len(), failed = fresh.failed.len(), "recorded finished pods");
+        }
+        // Pods the controller deleted (suspend, a decided Job) go without being counted.
+        let stray = pods
+            .iter()
+            .filter(|pod| deleting_is_ours && decide::pod_state(pod) == PodState::Terminating);
+        let recorded = pods
+            .iter()
+            .filter(|pod| uncounted.contains(pod.metadata.uid.as_deref().unwrap_or_default()));
+        let to_release: Vec<&Pod> = recorded
+            .chain(stray)
+            .copied()
+            .filter(|pod| decide::has_tracking_finalizer(pod))
+            .collect();
+        self.remove_finalizers(&to_release).await?;
+        if uncounted.is_empty() {
+            return Ok(job);
+        }
+        let mut status = job.status.clone().unwrap_or_default();
+        status.succeeded = Some(status.succeeded.unwrap_or(0) + uncounted.succeeded.len() as i32);
+        status.failed = Some(status.failed.unwrap_or(0) + uncounted.failed.len() as i32);
+        status.uncounted_terminated_pods = Some(Default::default());
+        job.status = Some(status);
+        let job = self
+            .api::<Job>(&job.metadata)
+            .replace_status(&key.name, &job)
+            .await?;
+        debug!(job = %key, "counted finished pods");
+        Ok(job)
+    }
+
+    /// Steps 4 and 5: decide, create or delete pods, write the status.
+    async fn manage(&self, key: &ObjectKey, job: Job, pods: &[&Pod]) -> minik_client::Result<()> {
+        let now = jiff::Timestamp::now();
+        let wanted = Wanted::of(&job);
+        let mut observed = self.observe(&job, pods, Uncounted::of(&job));
+        let start = job
+            .status
+            .as_ref()
+            .and_then(|s| s.start_time.as_ref())
+            .map(|t| t.0);
+        let recorded = job
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .and_then(decide::recorded_target);
+        observed.target =
+            recorded.or_else(|| decide::target(&wanted, &observed.counts, start, now));
+        let want = decide::want_active(&wanted, &observed.counts, observed.target.is_some());
+        let active: Vec<&Pod> = pods
+            .iter()
+            .copied()
+            .filter(|p| decide::pod_state(p) == PodState::Active)
+            .collect();
+        let mut result = Ok(());
+        if self.expectations.satisfied(key) {
+            let diff = want - observed.counts.active;
+            if diff > 0 {
+                let wait = decide::backoff_remaining(
+                    pods,
+                    self.options.backoff_base,
+                    self.options.backoff_cap,
+                    now,
+                );
+                if wait.is_zero() {
+                    result = self.create_pods(key, &job, diff as usize).await;
+                } else {
+                    debug!(job = %key, ?wait, "waiting out the failure backoff");
+                    self.queue.add_after(key.clone(), wait);
+                }
+            } else if diff < 0 {
+                result = self.delete_pods(key, &active, (-diff) as usize).await;
+            }
+        }
+        let next = status::next_status(&job, &observed, now);
+        if job.status.as_ref() != Some(&next) {
+            let mut updated = job.clone();
+            updated.status = Some(next);
+            self.api::<Job>(&job.metadata)
+                .replace_status(&key.name, &updated)
+                .await?;
+            info!(job = %key, active = observed.counts.active, succeeded = observed.counts.succeeded,
+                failed = observed.counts.failed, target = ?observed.target.as_ref().map(|t| t.reason), "updated status");
+        }
+        if observed.target.is_none() && !wanted.suspend {
+            if let Some(left) = decide::deadline_remaining(&wanted, start.or(Some(now)), now) {
+                self.queue
+                    .add_after(key.clone(), left + Duration::from_millis(100));
+            }
+        }
+        result
+    }
+
+    /// The counts for a status: the counters plus what is recorded but uncounted.
+    fn observe(&self, job: &Job, pods: &[&Pod], uncounted: Uncounted) -> status::Observed {
+        let status = job.status.clone().unwrap_or_default();
+        let mut counts = Counts {
+            succeeded: status.succeeded.unwrap_or(0),
+            failed: status.failed.unwrap_or(0),
+            ..Counts::default()
+        };
+        for pod in pods {
+            match decide::pod_state(pod) {
+                PodState::Active => {
+                    counts.active += 1;
+                    counts.ready += i32::from(crate::replicaset::pods::is_ready(pod));
+                }
+                PodState::Terminating => counts.terminating += 1,
+                PodState::Succeeded | PodState::Failed => {}
+            }
+        }
+        let mut with_uncounted = counts;
+        with_uncounted.succeeded += uncounted.succeeded.len() as i32;
+        with_uncounted.failed += uncounted.failed.len() as i32;
+        status::Observed {
+            counts: with_uncounted,
+            uncounted,
+            target: None,
+            completed_indexes: status.completed_indexes,
+        }
+    }
+
+    /// Writes the counts so far, keeping everything else of the status.
+    async fn write_status(
+        &self,
+        job: &Job,
+        observed: &status::Observed,
+    ) -> minik_client::Result<Job> {
+        let mut updated = job.clone();
+        let status = updated.status.get_or_insert_with(Default::default);
+        status.uncounted_terminated_pods = Some(minik_api::batch::UncountedTerminatedPods {
+            succeeded: Some(observed.uncounted.succeeded.iter().cloned().collect()),
+            failed: Some(observed.uncounted.failed.iter().cloned().collect()),
+        });
+        let name = job.metadata.name.as_deref().unwrap_or_default();
+        self.api::<Job>(&job.metadata)
+            .replace_status(name, &updated)
+            .await
+    }
+
+    fn released_uids(&self) -> BTreeSet<String> {
+        self.released
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Removes the tracking finalizer from each pod; a pod already gone is fine.
+    async fn remove_finalizers(&self, pods: &[&Pod]) -> minik_client::Result<()> {
+        let patches = pods.iter().map(|pod| async move {
+            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            let patch = Patch::Merge(status::remove_finalizer_patch(pod));
+            match self.api::<Pod>(&pod.metadata).patch(name, &patch).await {
+                Ok(_) => Ok(pod.metadata.uid.clone().unwrap_or_default()),
+                Err(error) if error.is_not_found() => {
+                    Ok(pod.metadata.uid.clone().unwrap_or_default())
+                }
+                Err(error) => Err(error),
+            }
+        });
+        let results = join_all(patches).await;
+        let mut released = self.released.lock().unwrap_or_else(|p| p.into_inner());
+        for result in results {
+            released.insert(result?);
+        }
+        Ok(())
+    }
+
+    /// A finished Job's pods keep no finalizer (and orphans lose theirs, JB3).
+    async fn release_all(&self, key: &ObjectKey, pods: &[Arc<Pod>]) -> minik_client::Result<()> {
+        let held: Vec<&Pod> = pods
+            .iter()
+            .map(|p| &**p)
+            .filter(|p| decide::has_tracking_finalizer(p))
+            .collect();
+        if !held.is_empty() {
+            info!(job = %key, pods = held.len(), "removing tracking finalizers of a finished job");
+        }
+        self.remove_finalizers(&held).await
+    }
+
+    /// Adopts and releases (`claimPods`); returns the pods this Job now owns.
+    async fn claim_pods(
+        &self,
+        job: &Job,
+        candidates: Vec<Arc<Pod>>,
+        adopt: bool,
+    ) -> minik_client::Result<Vec<Arc<Pod>>> {
+        let selector = job.spec.as_ref().and_then(|s| s.selector.as_ref());
+        let uid = job.metadata.uid.as_deref().unwrap_or_default();
+        let mut owned = Vec::new();
+        for pod in candidates {
+            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            let pods = self.api::<Pod>(&pod.metadata);
+            match claim(&job.metadata, selector, &pod.metadata) {
+                Claim::Owned => owned.push(pod),
+                Claim::Adopt if adopt && selector.is_some() => {
+                    let reference = controller_ref("batch/v1", "Job", &job.metadata);
+                    // An adopted pod is tracked like a created one (`NewPodControllerRefManager`
+                    // with the tracking finalizer).
+                    let mut patch = adopt_patch(&pod.metadata, reference);
+                    let mut finalizers = pod.metadata.finalizers.clone().unwrap_or_default();
+                    finalizers.push(TRACKING_FINALIZER.to_string());
+                    patch["metadata"]["finalizers"] = serde_json::json!(finalizers);
+                    match pods.patch(name, &Patch::Merge(patch)).await {
+                        Ok(adopted) => owned.push(Arc::new(adopted)),
+                        Err(error) if error.is_not_found() => {}
+                        Err(error) => return Err(error),
+                    }
+                }
+                Claim::Release => {
+                    // A released pod is no longer this Job's to count: it loses the finalizer too.
+                    let mut patch = release_patch(&pod.metadata, uid);
+                    patch["metadata"]["finalizers"] =
+                        status::remove_finalizer_patch(&pod)["metadata"]["finalizers"].clone();
+                    match pods.patch(name, &Patch::Merge(patch)).await {
+                        Ok(_) => {}
+                        Err(error) if error.is_not_found() => {}
+                        Err(error) => return Err(error),
+                    }
+                }
+                Claim::Adopt | Claim::Ignore => {}
+            }
+        }
+        Ok(owned)
+    }
+
+    /// Creates `count` pods (at most one burst), counting each create as an expectation.
+    async fn create_pods(
+        &self,
+        key: &ObjectKey,
+        job: &Job,
+        count: usize,
+    ) -> minik_client::Result<()> {
+        let count = count.min(MAX_POD_WRITES_PER_SYNC);
+        let pod = status::pod_from_template(job, None);
+        let api = self.api::<Pod>(&job.metadata);
+        self.expectations.expect_creations(key, count);
+        let results = join_all((0..count).map(|_| api.create(&pod))).await;
+        let mut first_error = None;
+        for result in results {
+            if let Err(error) = result {
+                self.expectations.creation_observed(key);
+                first_error.get_or_insert(error);
+            }
+        }
+        info!(job = %key, count, "created pods");
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Deletes `count` active pods, not-ready ones first.
+    async fn delete_pods(
+        &self,
+        key: &ObjectKey,
+        active: &[&Pod],
+        count: usize,
+    ) -> minik_client::Result<()> {
+        let mut victims: Vec<&Pod> = active.to_vec();
+        victims.sort_by_key(|pod| crate::replicaset::pods::is_ready(pod));
+        victims.truncate(count.min(MAX_POD_WRITES_PER_SYNC));
+        let keys: Vec<ObjectKey> = victims.iter().map(|p| ObjectKey::of(&p.metadata)).collect();
+        self.expectations.expect_deletions(key, keys.clone());
+        let deletes = victims.iter().zip(&keys).map(|(pod, pod_key)| async move {
+            let result = self
+                .api::<Pod>(&pod.metadata)
+                .delete(&pod_key.name, &DeleteParams::default())
+                .await;
+            match result {
+                Ok(_) => Ok(()),
+                Err(error) => {
+                    self.expectations.deletion_observed(key, pod_key);
+                    if error.is_not_found() {
+                        Ok(())
+                    } else {
+                        Err(error)
+                    }
+                }
+            }
+        });
+        let results = join_all(deletes).await;
+        info!(job = %key, count = keys.len(), "deleted pods");
+        results.into_iter().collect()
+    }
+}
+
+/// A pod that still carries the tracking finalizer for a Job named `name` that no longer exists
+/// (or was recreated with another uid): nobody will count it, so it must not stay held (JB3).
+fn tracked_orphan(pod: &Pod, name: &str, live_uid: Option<&str>) -> bool {
+    let Some(reference) = controller_of(&pod.metadata) else {
+        return false;
+    };
+    reference.kind == "Job"
+        && reference.name == name
+        && Some(reference.uid.as_str()) != live_uid
+        && decide::has_tracking_finalizer(pod)
+}
+
+/// Whether the Job already has SuccessCriteriaMet or FailureTarget.
+fn decided(job: &Job) -> bool {
+    job.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .and_then(decide::recorded_target)
+        .is_some()
+}
+
+impl Controller for JobController {
+    type Key = ObjectKey;
+
+    fn name(&self) -> &'static str {
+        "job"
+    }
+
+    fn queue(&self) -> &Arc<WorkQueue> {
+        &self.queue
+    }
+
+    async fn sync(&self, key: &ObjectKey) -> minik_client::Result<()> {
+        self.sync_job(key).await
+    }
+}
+
+/// Pod events → expectations, released uids and Job keys (`addPod`, `updatePod`, `deletePod`).
+struct PodHandler {
+    jobs: Store<Job>,
+    queue: Arc<WorkQueue>,
+    expectations: Arc<Expectations>,
+    released: Arc<Mutex<BTreeSet<String>>>,
+}
+
+impl PodHandler {
+    fn on_change(&self, change: &Change<Pod>) {
+        let pod = change.object();
+        let Some(reference) = controller_of(&pod.metadata).filter(|r| r.kind == "Job") else {
+            return;
+        };
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        let key = ObjectKey::new(namespace, reference.name.clone());
+        let live = self.jobs.get(&key);
+        if live.and_then(|job| job.metadata.uid.clone()).as_deref() != Some(reference.uid.as_str())
+        {
+            // The Job is gone: its sync strips the finalizer of this orphan.
+            if decide::has_tracking_finalizer(pod) {
+                self.queue.add(key);
+            }
+            return;
+        }
+        match change {
+            Change::Added(_) => self.expectations.creation_observed(&key),
+            Change::Updated { old, new } => {
+                if new.metadata.deletion_timestamp.is_some()
+                    && old.metadata.deletion_timestamp.is_none()
+                {
+                    self.expectations
+                        .deletion_observed(&key, &ObjectKey::of(&new.metadata));
+                }
+            }
+            Change::Deleted(_) => self
+                .expectations
+                .deletion_observed(&key, &ObjectKey::of(&pod.metadata)),
+        }
+        // Once the cache shows the finalizer gone, the stale-cache guard is no longer needed.
+        let gone = matches!(change, Change::Deleted(_)) || !decide::has_tracking_finalizer(pod);
+        if gone {
+            let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+            self.released
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(uid);
+        }
+        self.queue.add(key);
+    }
+}
