@@ -17,31 +17,34 @@
 //! not seen yet; `released` remembers the uids whose finalizer this process removed, so a stale
 //! cache cannot count them twice.
 //!
+//! The finalizer steps are in `tracking`, the pod writes in `pods`.
+//!
 //! minik simplifies: NonIndexed completion only (Indexed is validated and stored, but its pods are
 //! not yet indexed), no `podFailurePolicy`, `successPolicy`, `backoffLimitPerIndex`, no
 //! ttl-after-finished, no 500-pods-per-sync batching beyond one burst.
 
 pub mod decide;
+mod pods;
 pub mod status;
+mod tracking;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::join_all;
 use minik_api::batch::Job;
 use minik_api::core::Pod;
-use minik_api::jobs::TRACKING_FINALIZER;
 use minik_api::meta::ObjectMeta;
 use minik_api::ObjectKey;
-use minik_client::{Api, Client, DeleteParams, Patch, Store, WorkQueue};
+use minik_client::{Api, Client, Store, WorkQueue};
 use tracing::{debug, info};
 
 use crate::controller::Controller;
 use crate::expectations::Expectations;
 use crate::informers::{Change, SharedInformers};
-use crate::ownership::{adopt_patch, claim, controller_of, controller_ref, release_patch, Claim};
+use crate::ownership::controller_of;
 use decide::{Counts, PodState, Uncounted, Wanted};
+use tracking::tracked_orphan;
 
 /// The most pods one sync creates or deletes (upstream `MaxPodCreateDeletePerSync`).
 const MAX_POD_WRITES_PER_SYNC: usize = 500;
@@ -146,52 +149,6 @@ impl JobController {
         self.manage(key, job, &pods).await
     }
 
-    /// Steps 3 of the sync: uncounted first, then finalizers, then the counters (JB3).
-    async fn track_finished(
-        &self,
-        key: &ObjectKey,
-        mut job: Job,
-        pods: &[&Pod],
-    ) -> minik_client::Result<Job> {
-        let mut uncounted = Uncounted::of(&job);
-        let deleting_is_ours = Wanted::of(&job).suspend || decided(&job);
-        let released = self.released_uids();
-        let fresh = decide::newly_finished(pods, &uncounted, &released, deleting_is_ours);
-        if !fresh.is_empty() {
-            uncounted.extend(&fresh);
-            let observed = self.observe(&job, pods, uncounted.clone());
-            job = self.write_status(&job, &observed).await?;
-            info!(job = %key, succeeded = fresh.succeeded.len(), failed = fresh.failed.len(), "recorded finished pods");
-        }
-        // Pods the controller deleted (suspend, a decided Job) go without being counted.
-        let stray = pods
-            .iter()
-            .filter(|pod| deleting_is_ours && decide::pod_state(pod) == PodState::Terminating);
-        let recorded = pods
-            .iter()
-            .filter(|pod| uncounted.contains(pod.metadata.uid.as_deref().unwrap_or_default()));
-        let to_release: Vec<&Pod> = recorded
-            .chain(stray)
-            .copied()
-            .filter(|pod| decide::has_tracking_finalizer(pod))
-            .collect();
-        self.remove_finalizers(&to_release).await?;
-        if uncounted.is_empty() {
-            return Ok(job);
-        }
-        let mut status = job.status.clone().unwrap_or_default();
-        status.succeeded = Some(status.succeeded.unwrap_or(0) + uncounted.succeeded.len() as i32);
-        status.failed = Some(status.failed.unwrap_or(0) + uncounted.failed.len() as i32);
-        status.uncounted_terminated_pods = Some(Default::default());
-        job.status = Some(status);
-        let job = self
-            .api::<Job>(&job.metadata)
-            .replace_status(&key.name, &job)
-            .await?;
-        debug!(job = %key, "counted finished pods");
-        Ok(job)
-    }
-
     /// Steps 4 and 5: decide, create or delete pods, write the status.
     async fn manage(&self, key: &ObjectKey, job: Job, pods: &[&Pod]) -> minik_client::Result<()> {
         let now = jiff::Timestamp::now();
@@ -282,189 +239,6 @@ impl JobController {
             completed_indexes: status.completed_indexes,
         }
     }
-
-    /// Writes the counts so far, keeping everything else of the status.
-    async fn write_status(
-        &self,
-        job: &Job,
-        observed: &status::Observed,
-    ) -> minik_client::Result<Job> {
-        let mut updated = job.clone();
-        let status = updated.status.get_or_insert_with(Default::default);
-        status.uncounted_terminated_pods = Some(minik_api::batch::UncountedTerminatedPods {
-            succeeded: Some(observed.uncounted.succeeded.iter().cloned().collect()),
-            failed: Some(observed.uncounted.failed.iter().cloned().collect()),
-        });
-        let name = job.metadata.name.as_deref().unwrap_or_default();
-        self.api::<Job>(&job.metadata)
-            .replace_status(name, &updated)
-            .await
-    }
-
-    fn released_uids(&self) -> BTreeSet<String> {
-        self.released
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// Removes the tracking finalizer from each pod; a pod already gone is fine.
-    async fn remove_finalizers(&self, pods: &[&Pod]) -> minik_client::Result<()> {
-        let patches = pods.iter().map(|pod| async move {
-            let name = pod.metadata.name.as_deref().unwrap_or_default();
-            let patch = Patch::Merge(status::remove_finalizer_patch(pod));
-            match self.api::<Pod>(&pod.metadata).patch(name, &patch).await {
-                Ok(_) => Ok(pod.metadata.uid.clone().unwrap_or_default()),
-                Err(error) if error.is_not_found() => {
-                    Ok(pod.metadata.uid.clone().unwrap_or_default())
-                }
-                Err(error) => Err(error),
-            }
-        });
-        let results = join_all(patches).await;
-        let mut released = self.released.lock().unwrap_or_else(|p| p.into_inner());
-        for result in results {
-            released.insert(result?);
-        }
-        Ok(())
-    }
-
-    /// A finished Job's pods keep no finalizer (and orphans lose theirs, JB3).
-    async fn release_all(&self, key: &ObjectKey, pods: &[Arc<Pod>]) -> minik_client::Result<()> {
-        let held: Vec<&Pod> = pods
-            .iter()
-            .map(|p| &**p)
-            .filter(|p| decide::has_tracking_finalizer(p))
-            .collect();
-        if !held.is_empty() {
-            info!(job = %key, pods = held.len(), "removing tracking finalizers of a finished job");
-        }
-        self.remove_finalizers(&held).await
-    }
-
-    /// Adopts and releases (`claimPods`); returns the pods this Job now owns.
-    async fn claim_pods(
-        &self,
-        job: &Job,
-        candidates: Vec<Arc<Pod>>,
-        adopt: bool,
-    ) -> minik_client::Result<Vec<Arc<Pod>>> {
-        let selector = job.spec.as_ref().and_then(|s| s.selector.as_ref());
-        let uid = job.metadata.uid.as_deref().unwrap_or_default();
-        let mut owned = Vec::new();
-        for pod in candidates {
-            let name = pod.metadata.name.as_deref().unwrap_or_default();
-            let pods = self.api::<Pod>(&pod.metadata);
-            match claim(&job.metadata, selector, &pod.metadata) {
-                Claim::Owned => owned.push(pod),
-                Claim::Adopt if adopt && selector.is_some() => {
-                    let reference = controller_ref("batch/v1", "Job", &job.metadata);
-                    // An adopted pod is tracked like a created one (`NewPodControllerRefManager`
-                    // with the tracking finalizer).
-                    let mut patch = adopt_patch(&pod.metadata, reference);
-                    let mut finalizers = pod.metadata.finalizers.clone().unwrap_or_default();
-                    finalizers.push(TRACKING_FINALIZER.to_string());
-                    patch["metadata"]["finalizers"] = serde_json::json!(finalizers);
-                    match pods.patch(name, &Patch::Merge(patch)).await {
-                        Ok(adopted) => owned.push(Arc::new(adopted)),
-                        Err(error) if error.is_not_found() => {}
-                        Err(error) => return Err(error),
-                    }
-                }
-                Claim::Release => {
-                    // A released pod is no longer this Job's to count: it loses the finalizer too.
-                    let mut patch = release_patch(&pod.metadata, uid);
-                    patch["metadata"]["finalizers"] =
-                        status::remove_finalizer_patch(&pod)["metadata"]["finalizers"].clone();
-                    match pods.patch(name, &Patch::Merge(patch)).await {
-                        Ok(_) => {}
-                        Err(error) if error.is_not_found() => {}
-                        Err(error) => return Err(error),
-                    }
-                }
-                Claim::Adopt | Claim::Ignore => {}
-            }
-        }
-        Ok(owned)
-    }
-
-    /// Creates `count` pods (at most one burst), counting each create as an expectation.
-    async fn create_pods(
-        &self,
-        key: &ObjectKey,
-        job: &Job,
-        count: usize,
-    ) -> minik_client::Result<()> {
-        let count = count.min(MAX_POD_WRITES_PER_SYNC);
-        let pod = status::pod_from_template(job, None);
-        let api = self.api::<Pod>(&job.metadata);
-        self.expectations.expect_creations(key, count);
-        let results = join_all((0..count).map(|_| api.create(&pod))).await;
-        let mut first_error = None;
-        for result in results {
-            if let Err(error) = result {
-                self.expectations.creation_observed(key);
-                first_error.get_or_insert(error);
-            }
-        }
-        info!(job = %key, count, "created pods");
-        first_error.map_or(Ok(()), Err)
-    }
-
-    /// Deletes `count` active pods, not-ready ones first.
-    async fn delete_pods(
-        &self,
-        key: &ObjectKey,
-        active: &[&Pod],
-        count: usize,
-    ) -> minik_client::Result<()> {
-        let mut victims: Vec<&Pod> = active.to_vec();
-        victims.sort_by_key(|pod| crate::replicaset::pods::is_ready(pod));
-        victims.truncate(count.min(MAX_POD_WRITES_PER_SYNC));
-        let keys: Vec<ObjectKey> = victims.iter().map(|p| ObjectKey::of(&p.metadata)).collect();
-        self.expectations.expect_deletions(key, keys.clone());
-        let deletes = victims.iter().zip(&keys).map(|(pod, pod_key)| async move {
-            let result = self
-                .api::<Pod>(&pod.metadata)
-                .delete(&pod_key.name, &DeleteParams::default())
-                .await;
-            match result {
-                Ok(_) => Ok(()),
-                Err(error) => {
-                    self.expectations.deletion_observed(key, pod_key);
-                    if error.is_not_found() {
-                        Ok(())
-                    } else {
-                        Err(error)
-                    }
-                }
-            }
-        });
-        let results = join_all(deletes).await;
-        info!(job = %key, count = keys.len(), "deleted pods");
-        results.into_iter().collect()
-    }
-}
-
-/// A pod that still carries the tracking finalizer for a Job named `name` that no longer exists
-/// (or was recreated with another uid): nobody will count it, so it must not stay held (JB3).
-fn tracked_orphan(pod: &Pod, name: &str, live_uid: Option<&str>) -> bool {
-    let Some(reference) = controller_of(&pod.metadata) else {
-        return false;
-    };
-    reference.kind == "Job"
-        && reference.name == name
-        && Some(reference.uid.as_str()) != live_uid
-        && decide::has_tracking_finalizer(pod)
-}
-
-/// Whether the Job already has SuccessCriteriaMet or FailureTarget.
-fn decided(job: &Job) -> bool {
-    job.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .and_then(decide::recorded_target)
-        .is_some()
 }
 
 impl Controller for JobController {

@@ -216,3 +216,7 @@ pub fn remove_finalizer_patch(pod: &Pod) -> serde_json::Value {
         "resourceVersion": pod.metadata.resource_version,
     }})
 }
+
+#[cfg(test)]
+#[path = "status_tests.rs"]
+mod tests;
