@@ -19,11 +19,13 @@
 //!
 //! The finalizer steps are in `tracking`, the pod writes in `pods`.
 //!
-//! minik simplifies: NonIndexed completion only (Indexed is validated and stored, but its pods are
-//! not yet indexed), no `podFailurePolicy`, `successPolicy`, `backoffLimitPerIndex`, no
+//! Indexed Jobs start the lowest pending indexes ([`indexed`]) and report `completedIndexes`.
+//!
+//! minik simplifies: no `podFailurePolicy`, `successPolicy`, `backoffLimitPerIndex`, no
 //! ttl-after-finished, no 500-pods-per-sync batching beyond one burst.
 
 pub mod decide;
+pub mod indexed;
 mod pods;
 pub mod status;
 mod tracking;
@@ -164,6 +166,7 @@ impl JobController {
             .as_ref()
             .and_then(|s| s.conditions.as_deref())
             .and_then(decide::recorded_target);
+        let indexes = self.index_plan(&job, pods, &mut observed);
         observed.target =
             recorded.or_else(|| decide::target(&wanted, &observed.counts, start, now));
         let want = decide::want_active(&wanted, &observed.counts, observed.target.is_some());
@@ -183,7 +186,14 @@ impl JobController {
                     now,
                 );
                 if wait.is_zero() {
-                    result = self.create_pods(key, &job, diff as usize).await;
+                    let count = (diff as usize).min(MAX_POD_WRITES_PER_SYNC);
+                    let plan: Vec<Option<i32>> = match &indexes {
+                        Some(index_plan) => {
+                            index_plan.iter().take(count).map(|i| Some(*i)).collect()
+                        }
+                        None => vec![None; count],
+                    };
+                    result = self.create_pods(key, &job, plan).await;
                 } else {
                     debug!(job = %key, ?wait, "waiting out the failure backoff");
                     self.queue.add_after(key.clone(), wait);
@@ -209,6 +219,29 @@ impl JobController {
             }
         }
         result
+    }
+
+    /// For an Indexed Job: the completed indexes go into the status (and `succeeded` counts
+    /// them), and the pending indexes are returned, lowest first. `None` for NonIndexed.
+    fn index_plan(
+        &self,
+        job: &Job,
+        pods: &[&Pod],
+        observed: &mut status::Observed,
+    ) -> Option<Vec<i32>> {
+        let spec = job.spec.as_ref()?;
+        if spec.completion_mode.as_deref() != Some("Indexed") {
+            return None;
+        }
+        let completions = spec.completions.unwrap_or(0);
+        let recorded = observed.completed_indexes.clone().unwrap_or_default();
+        let done = indexed::succeeded_indexes(pods, &recorded, completions);
+        let running = indexed::active_indexes(pods, completions);
+        observed.counts.succeeded = done.len() as i32;
+        observed.completed_indexes = Some(indexed::format_indexes(&done)).filter(|t| !t.is_empty());
+        let pending =
+            indexed::indexes_to_start(completions, &done, &running, MAX_POD_WRITES_PER_SYNC);
+        Some(pending)
     }
 
     /// The counts for a status: the counters plus what is recorded but uncounted.

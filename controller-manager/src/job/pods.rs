@@ -14,7 +14,7 @@ use minik_api::ObjectKey;
 use minik_client::{DeleteParams, Patch};
 use tracing::info;
 
-use super::{status, JobController, MAX_POD_WRITES_PER_SYNC};
+use super::{status, JobController};
 use crate::ownership::{adopt_patch, claim, controller_ref, release_patch, Claim};
 
 impl JobController {
@@ -64,18 +64,23 @@ impl JobController {
         Ok(owned)
     }
 
-    /// Creates `count` pods (at most one burst), counting each create as an expectation.
+    /// Creates one pod per entry of `plan` (its completion index, for an Indexed Job), counting
+    /// each create as an expectation first.
     pub(super) async fn create_pods(
         &self,
         key: &ObjectKey,
         job: &Job,
-        count: usize,
+        plan: Vec<Option<i32>>,
     ) -> minik_client::Result<()> {
-        let count = count.min(MAX_POD_WRITES_PER_SYNC);
-        let pod = status::pod_from_template(job, None);
+        let count = plan.len();
         let api = self.api::<Pod>(&job.metadata);
         self.expectations.expect_creations(key, count);
-        let results = join_all((0..count).map(|_| api.create(&pod))).await;
+        let creates = plan.into_iter().map(|index| {
+            let pod = status::pod_from_template(job, index);
+            let api = api.clone();
+            async move { api.create(&pod).await }
+        });
+        let results = join_all(creates).await;
         let mut first_error = None;
         for result in results {
             if let Err(error) = result {
@@ -96,7 +101,7 @@ impl JobController {
     ) -> minik_client::Result<()> {
         let mut victims: Vec<&Pod> = active.to_vec();
         victims.sort_by_key(|pod| crate::replicaset::pods::is_ready(pod));
-        victims.truncate(count.min(MAX_POD_WRITES_PER_SYNC));
+        victims.truncate(count.min(super::MAX_POD_WRITES_PER_SYNC));
         let keys: Vec<ObjectKey> = victims.iter().map(|p| ObjectKey::of(&p.metadata)).collect();
         self.expectations.expect_deletions(key, keys.clone());
         let deletes = victims.iter().zip(&keys).map(|(pod, pod_key)| async move {

@@ -8,7 +8,7 @@
 use futures::StreamExt;
 use minik_api::batch::Job;
 use minik_api::core::Pod;
-use minik_api::jobs::TRACKING_FINALIZER;
+use minik_api::jobs::{COMPLETION_INDEX_ANNOTATION, TRACKING_FINALIZER};
 use minik_client::{watcher, Api, Client, DeleteParams, Event, ListParams, Patch};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -276,5 +276,36 @@ async fn deleting_a_job_in_the_background_removes_its_tracked_pods() {
         .await
         .unwrap();
     wait_until(&pods, |pods| pods.is_empty()).await;
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn an_indexed_job_runs_each_index_once_and_reports_them() {
+    let server = apiserver().await;
+    let stop = controller_manager(&server, "cm-1");
+    start_kubelet(server.client.clone(), stop.clone());
+    let jobs = Api::<Job>::namespaced(server.client.clone(), "default");
+    let spec = json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed"});
+    jobs.create(&job("idx", "exit0", spec)).await.unwrap();
+    let done = wait_until(&jobs, |jobs| {
+        jobs.iter().any(|j| condition(j, "Complete").is_some())
+    })
+    .await;
+    let status = done[0].status.clone().unwrap();
+    assert_eq!(status.completed_indexes.as_deref(), Some("0-2"));
+    assert_eq!(status.succeeded, Some(3));
+    let pods = Api::<Pod>::namespaced(server.client.clone(), "default");
+    let all = pods.list(&ListParams::default()).await.unwrap().items;
+    let mut indexes: Vec<String> = all
+        .iter()
+        .map(|p| p.metadata.annotations.as_ref().unwrap()[COMPLETION_INDEX_ANNOTATION].clone())
+        .collect();
+    indexes.sort();
+    assert_eq!(indexes, ["0", "1", "2"]);
+    let env = all[0].spec.as_ref().unwrap().containers[0]
+        .env
+        .clone()
+        .unwrap();
+    assert_eq!(env[0].name, "JOB_COMPLETION_INDEX");
     stop.cancel();
 }
