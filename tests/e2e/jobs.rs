@@ -1,6 +1,7 @@
 //! Jobs with real processes: `sh -c "exit 0"` pods run to `completions` two at a time, and a
 //! Job whose controller manager is killed with -9 mid-run still ends with each completion
-//! counted once and no extra pod (the `batch.kubernetes.io/job-tracking` finalizer at work).
+//! counted once and no extra pod (the `batch.kubernetes.io/job-tracking` finalizer at work); an
+//! Indexed Job's pods each print their own `JOB_COMPLETION_INDEX`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -102,6 +103,40 @@ async fn three_completions_two_at_a_time() {
     )
     .await
     .expect("the pods go with the Job");
+    stop_clean(cluster).await;
+}
+
+/// An Indexed Job: each pod reads its own `JOB_COMPLETION_INDEX` (downward API from the
+/// completion-index annotation) and prints it; the three logs are the three indexes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn indexed_pods_read_their_own_completion_index() {
+    let _machine = crate::support::exclusive().await;
+    let cluster = crate::support::one_node().await;
+    let mut fixture = job("idx", "echo index=$JOB_COMPLETION_INDEX", 3, 3);
+    if let Some(spec) = fixture.spec.as_mut() {
+        spec.completion_mode = Some("Indexed".into());
+    }
+    let (done, _) = run_to_completion(&cluster, &fixture).await;
+    let status = done.status.clone().unwrap_or_default();
+    assert_eq!(status.completed_indexes.as_deref(), Some("0-2"));
+    let pods = cluster
+        .pods()
+        .list(&pods_of("idx"))
+        .await
+        .expect("list")
+        .items;
+    let mut printed = Vec::new();
+    for pod in &pods {
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        let logs = cluster
+            .pods()
+            .logs(name, &Default::default())
+            .await
+            .expect("logs");
+        printed.push(logs.trim().to_string());
+    }
+    printed.sort();
+    assert_eq!(printed, ["index=0", "index=1", "index=2"]);
     stop_clean(cluster).await;
 }
 
