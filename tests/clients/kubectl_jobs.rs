@@ -1,5 +1,5 @@
 //! kubectl 1.32, unmodified, driving Jobs (issue 20): `create job NAME --image=busybox -- CMD`
-//! (a protobuf body), `wait --for=condition=complete`, `get jobs` (plain and wide), `logs
+//! (a protobuf body), `wait --for=condition=complete`, `get jobs` (plain and wide), `describe job`, `logs
 //! job/NAME` and `delete job`. Every answer is checked on what kubectl prints.
 
 use minik_api::batch::Job;
@@ -51,6 +51,10 @@ async fn kubectl_creates_waits_for_and_gets_a_job() {
         row[7].starts_with("batch.kubernetes.io/controller-uid="),
         "{wide}"
     );
+
+    let described = kubectl.ok(&["describe", "job", "hello"]).await;
+    assert!(described.contains("Completions:      1"), "{described}");
+    assert!(described.contains("1 Succeeded / 0 Failed"), "{described}");
 
     let logs = kubectl.ok(&["logs", "job/hello"]).await;
     assert_eq!(logs.trim(), "hi");
