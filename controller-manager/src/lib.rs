@@ -1,5 +1,6 @@
-//! minik-controller-manager: the controllers that turn Deployments into ReplicaSets into Pods, and
-//! the garbage collector that deletes what lost its owner.
+//! minik-controller-manager: the controllers that turn Deployments into ReplicaSets into Pods (and
+//! Jobs into pods that run to completion), and the garbage collector that deletes what lost its
+//! owner.
 //!
 //! Kubernetes counterpart: `kube-controller-manager` (`cmd/kube-controller-manager/app/
 //! controllermanager.go`): one process, leader election on a Lease, one shared informer per kind,
@@ -83,7 +84,9 @@ impl Default for Config {
 
 /// Command-line flags of `minik controller-manager`.
 #[derive(Clone, Debug, clap::Parser)]
-#[command(about = "The minik controller manager: ReplicaSets, Deployments, garbage collection")]
+#[command(
+    about = "The minik controller manager: ReplicaSets, Deployments, Jobs, garbage collection"
+)]
 pub struct Args {
     /// The apiserver URL.
     #[arg(long, default_value = "http://127.0.0.1:6443")]
@@ -155,7 +158,7 @@ async fn run_controllers(client: Client, workers: usize, shutdown: CancellationT
 }
 
 /// The list of controllers: each registers its handlers on the shared informers now and returns
-/// the future of its workers. A new controller (Jobs, DaemonSets, node lifecycle…) is one line here.
+/// the future of its workers. A new controller (DaemonSets, node lifecycle…) is one line here.
 pub fn start_controllers(
     informers: &SharedInformers,
     client: &Client,
