@@ -16,7 +16,8 @@
 //! - [`printers`]: the columns and cells of `get` for each kind (the server's Tables);
 //! - [`table`]: the `meta.k8s.io/v1` Table those cells travel in (k8s-openapi lacks it);
 //! - [`grace`]: which grace period a pod gets, for the API server and the kubelet alike;
-//! - [`workloads`]: defaults and validation of apps/v1 Deployments and ReplicaSets.
+//! - [`workloads`]: defaults and validation of apps/v1 Deployments and ReplicaSets;
+//! - [`jobs`]: defaults, generated selector and validation of batch/v1 Jobs.
 //!
 //! minik leaves out: more than one version of a kind (so no conversion), protobuf types, apply
 //! configurations and the internal (hub) types upstream converts through.
@@ -25,6 +26,7 @@
 
 pub mod defaults;
 pub mod grace;
+pub mod jobs;
 pub mod key;
 pub mod printers;
 pub mod resource;
@@ -38,6 +40,8 @@ pub mod workloads;
 pub use k8s_openapi;
 /// The apps/v1 kinds (Deployment, ReplicaSet) and their specs.
 pub use k8s_openapi::api::apps::v1 as apps;
+/// The batch/v1 kinds (Job) and their specs.
+pub use k8s_openapi::api::batch::v1 as batch;
 /// The core/v1 kinds (Pod, Service, Endpoints, Node, Event, Namespace, Binding …).
 pub use k8s_openapi::api::core::v1 as core;
 /// ObjectMeta, Status, Time, MicroTime, ListMeta, LabelSelector and the other meta/v1 types.

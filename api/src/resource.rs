@@ -4,7 +4,7 @@
 //! kubectl learns that `po` means pods and that nodes are cluster-scoped. minik serves only the
 //! core/v1 kinds its pipeline needs, plus coordination.k8s.io Leases (node heartbeats) and
 //! discovery.k8s.io EndpointSlices (what `kubectl describe service` reads a Service's endpoints from)
-//! and the apps/v1 workloads (Deployments and the ReplicaSets they roll), and the
+//! the apps/v1 workloads (Deployments and the ReplicaSets they roll), batch/v1 Jobs, and the
 //! rbac.authorization.k8s.io/v1 roles and bindings the authorizer reads.
 
 /// What minik knows about one kind.
@@ -165,6 +165,14 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &[],
         namespaced: false,
         api_version: "rbac.authorization.k8s.io/v1",
+    },
+    ResourceInfo {
+        kind: "Job",
+        plural: "jobs",
+        singular: "job",
+        short_names: &[],
+        namespaced: true,
+        api_version: "batch/v1",
     },
 ];
 

@@ -63,7 +63,7 @@ pub fn default_replica_set(replica_set: &mut ReplicaSet) {
 /// `SetDefaults_PodSpec` and `SetDefaults_Container` on a template. A pod's own defaults
 /// (`enableServiceLinks`, `priority`, set by `SetDefaults_Pod` and admission) are left out, as
 /// upstream's stored templates show.
-fn default_template(template: &mut PodTemplateSpec) {
+pub(crate) fn default_template(template: &mut PodTemplateSpec) {
     let mut pod = Pod {
         metadata: Default::default(),
         spec: template.spec.take(),
@@ -194,18 +194,7 @@ fn validate_selector_and_template(
 /// The template validated as a pod (paths moved under `spec.template`), and `restartPolicy`
 /// limited to `Always`: a controller's pods are replaced, not restarted in place.
 fn validate_template_spec(template: &PodTemplateSpec) -> Vec<StatusCause> {
-    let pod = Pod {
-        metadata: Default::default(),
-        spec: template.spec.clone(),
-        status: None,
-    };
-    let mut causes: Vec<StatusCause> = validate_pod(&pod)
-        .into_iter()
-        .map(|mut cause| {
-            cause.field = cause.field.map(|field| format!("spec.template.{field}"));
-            cause
-        })
-        .collect();
+    let mut causes = validate_template_as_pod(template);
     let policy = template
         .spec
         .as_ref()
@@ -220,6 +209,22 @@ fn validate_template_spec(template: &PodTemplateSpec) -> Vec<StatusCause> {
         ));
     }
     causes
+}
+
+/// The template validated as a pod, its paths moved under `spec.template`.
+pub(crate) fn validate_template_as_pod(template: &PodTemplateSpec) -> Vec<StatusCause> {
+    let pod = Pod {
+        metadata: Default::default(),
+        spec: template.spec.clone(),
+        status: None,
+    };
+    validate_pod(&pod)
+        .into_iter()
+        .map(|mut cause| {
+            cause.field = cause.field.map(|field| format!("spec.template.{field}"));
+            cause
+        })
+        .collect()
 }
 
 fn is_restart_policy(cause: &StatusCause) -> bool {

@@ -97,7 +97,10 @@ fn resource_entry(info: &ResourceInfo) -> Value {
     if !info.short_names.is_empty() {
         entry["shortNames"] = json!(info.short_names);
     }
-    if matches!(info.kind, "Pod" | "Service" | "Deployment" | "ReplicaSet") {
+    if matches!(
+        info.kind,
+        "Pod" | "Service" | "Deployment" | "ReplicaSet" | "Job"
+    ) {
         entry["categories"] = json!(["all"]);
     }
     entry

@@ -104,6 +104,7 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         "ClusterRole" => ignored_by::<ClusterRole>(value),
         "RoleBinding" => ignored_by::<RoleBinding>(value),
         "ClusterRoleBinding" => ignored_by::<ClusterRoleBinding>(value),
+        "Job" => ignored_by::<minik_api::batch::Job>(value),
         _ => Vec::new(),
     }
 }

@@ -56,7 +56,8 @@ pub enum When {
     /// One of these values (strings, or `true`/`false`); the warning names the value.
     Is(&'static [&'static str]),
     /// A string or boolean other than these (the defaults, or values minik honours); named too.
-    /// An empty string is "unset" in Kubernetes' Go types, and does not warn.
+    /// An empty string is "unset" in Kubernetes' Go types, and does not warn. An entry ending in
+    /// `*` stands for every value that starts with the rest (`metadata.labels['*`).
     IsNot(&'static [&'static str]),
 }
 
@@ -121,7 +122,7 @@ const fn within(path: &'static str, rules: &'static [Rule]) -> Rule {
 }
 
 /// The `fieldRef` paths the kubelet resolves (`env_value` in `kubelet/src/container.rs`); any
-/// other (`metadata.labels['app']`, `status.podIPs`, …) becomes an empty string.
+/// other (`status.podIPs`, `metadata.labels` as a whole, …) becomes an empty string.
 const ENV_FIELD_PATHS: &[&str] = &[
     "metadata.name",
     "metadata.namespace",
@@ -130,6 +131,8 @@ const ENV_FIELD_PATHS: &[&str] = &[
     "status.hostIP",
     "spec.nodeName",
     "spec.serviceAccountName",
+    "metadata.labels['*",
+    "metadata.annotations['*",
 ];
 
 /// The ending of the warnings about environment variables minik cannot fill in.
@@ -314,7 +317,7 @@ pub fn table(kind: &str) -> &'static [Rule] {
         "Pod" => POD,
         "Service" => SERVICE,
         "Node" => NODE,
-        "Deployment" | "ReplicaSet" => WORKLOAD,
+        "Deployment" | "ReplicaSet" | "Job" => WORKLOAD,
         _ => &[],
     }
 }
@@ -364,7 +367,7 @@ impl Walk {
                 _ => return,
             },
             IsNot(values) => match as_text(value) {
-                Some(text) if is_set(value) && !values.contains(&text) => {
+                Some(text) if is_set(value) && !values.iter().any(|v| allows(v, text)) => {
                     format!("minik: {} {text} {says}", self.join(path))
                 }
                 _ => return,
@@ -450,6 +453,14 @@ fn is_set(value: &Value) -> bool {
         Value::Number(n) => n.as_f64() != Some(0.0),
         Value::Array(a) => !a.is_empty(),
         Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// Whether an [`When::IsNot`] entry covers `text`: equal, or a `prefix*` it starts with.
+fn allows(entry: &str, text: &str) -> bool {
+    match entry.strip_suffix('*') {
+        Some(prefix) => text.starts_with(prefix),
+        None => entry == text,
     }
 }
 

@@ -10,7 +10,7 @@
 //! `kubectl auth can-i` sends its SelfSubjectAccessReview the same way.
 //!
 //! minik decodes only the fields those commands set: a Namespace's, a Service's and a
-//! Deployment's metadata (name, generateName, namespace, labels, annotations), the Service's spec
+//! Deployment's and a Job's metadata (name, generateName, namespace, labels, annotations), the Service's spec
 //! (ports, selector, type, clusterIP, externalName) and the Deployment's replicas, selector and
 //! pod template (containers with their name, image, command, args, ports and env). The decoded object is JSON, which the rest of the server
 //! handles as if the client had sent it. Answers are always JSON (kubectl accepts them).
@@ -28,7 +28,7 @@ pub enum Error {
     Malformed(&'static str),
     /// A kind minik has no protobuf schema for.
     #[error(
-        "protobuf bodies are only accepted for Namespace, Service, Deployment and access reviews, not {0:?}; send JSON"
+        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job and access reviews, not {0:?}; send JSON"
     )]
     Unsupported(String),
 }
@@ -145,6 +145,23 @@ const RULES_REVIEW: Schema = &[
     (2, Field::Message("spec", &[(1, Field::Str("namespace"))])),
 ];
 const SELF_SUBJECT_REVIEW: Schema = &[(1, Field::Message("metadata", OBJECT_META))];
+
+// batch/v1 Job, as `kubectl create job NAME --image=… -- CMD` fills it:
+// `k8s.io/api/batch/v1/generated.proto` (JobSpec), with the same pod template.
+const JOB: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::Message("spec", JOB_SPEC)),
+];
+const JOB_SPEC: Schema = &[
+    (1, Field::OptInt("parallelism")),
+    (2, Field::OptInt("completions")),
+    (3, Field::OptInt("activeDeadlineSeconds")),
+    (4, Field::Message("selector", LABEL_SELECTOR)),
+    (6, Field::Message("template", POD_TEMPLATE_SPEC)),
+    (7, Field::OptInt("backoffLimit")),
+    (8, Field::OptInt("ttlSecondsAfterFinished")),
+    (9, Field::Str("completionMode")),
+];
 
 /// One raw field: its number and its payload (a varint, or length-delimited bytes).
 enum Raw<'a> {
@@ -303,6 +320,7 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
         "SelfSubjectAccessReview" | "SubjectAccessReview" => ACCESS_REVIEW,
         "SelfSubjectRulesReview" => RULES_REVIEW,
         "SelfSubjectReview" => SELF_SUBJECT_REVIEW,
+        "Job" => JOB,
         _ => return Err(Error::Unsupported(kind)),
     };
     let mut object = message(raw, schema)?;
@@ -424,6 +442,26 @@ mod tests {
             deployment["spec"]["template"]["spec"]["containers"][0],
             json!({"name": "busybox", "image": "busybox", "command": ["sleep", "3600"],
                    "ports": [{"containerPort": 80}]})
+        );
+    }
+
+    #[test]
+    fn a_job_from_kubectl_create_job_decodes_with_its_restart_policy() {
+        let container = [field(1, b"pi"), field(2, b"busybox"), field(3, b"sh")].concat();
+        let pod_spec = [field(2, &container), field(3, b"Never")].concat();
+        let template = field(2, &pod_spec);
+        let spec = [varint_field(7, 2), field(6, &template)].concat();
+        let job = decode(&envelope(
+            "Job",
+            &[field(1, &field(1, b"pi")), field(2, &spec)].concat(),
+        ))
+        .unwrap();
+        assert_eq!(job["metadata"]["name"], "pi");
+        assert_eq!(job["spec"]["backoffLimit"], 2);
+        assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
+        assert_eq!(
+            job["spec"]["template"]["spec"]["containers"][0]["command"],
+            json!(["sh"])
         );
     }
 

@@ -1,5 +1,6 @@
-//! minik-controller-manager: the controllers that turn Deployments into ReplicaSets into Pods, and
-//! the garbage collector that deletes what lost its owner.
+//! minik-controller-manager: the controllers that turn Deployments into ReplicaSets into Pods (and
+//! Jobs into pods that run to completion), and the garbage collector that deletes what lost its
+//! owner.
 //!
 //! Kubernetes counterpart: `kube-controller-manager` (`cmd/kube-controller-manager/app/
 //! controllermanager.go`): one process, leader election on a Lease, one shared informer per kind,
@@ -9,8 +10,8 @@
 //! 2. [`informers`]: one list+watch per kind, fanned out to every controller's event handlers;
 //! 3. [`controller`]: the [`controller::Controller`] trait, and the workers that drain each
 //!    controller's `minik_client::WorkQueue` with per-key rate-limited retries;
-//! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`], [`deployment`]
-//!    and [`gc`] (the garbage collector).
+//! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`], [`deployment`],
+//!    [`job`] and [`gc`] (the garbage collector).
 //!
 //! ```text
 //!  Lease ──► leader? ──► SharedInformers (pods, replicasets, deployments, every kind's metadata)
@@ -29,6 +30,7 @@ pub mod deployment;
 pub mod expectations;
 pub mod gc;
 pub mod informers;
+pub mod job;
 pub mod leader;
 pub mod ownership;
 pub mod replicaset;
@@ -86,7 +88,9 @@ impl Default for Config {
 
 /// Command-line flags of `minik controller-manager`.
 #[derive(Clone, Debug, clap::Parser)]
-#[command(about = "The minik controller manager: ReplicaSets, Deployments, garbage collection")]
+#[command(
+    about = "The minik controller manager: ReplicaSets, Deployments, Jobs, garbage collection"
+)]
 pub struct Args {
     /// The apiserver URL.
     #[arg(long, default_value = "http://127.0.0.1:6443")]
@@ -162,7 +166,7 @@ async fn run_controllers(client: Client, workers: usize, shutdown: CancellationT
 }
 
 /// The list of controllers: each registers its handlers on the shared informers now and returns
-/// the future of its workers. A new controller (Jobs, DaemonSets, node lifecycle…) is one line here.
+/// the future of its workers. A new controller (DaemonSets, node lifecycle…) is one line here.
 pub fn start_controllers(
     informers: &SharedInformers,
     client: &Client,
@@ -178,6 +182,12 @@ pub fn start_controllers(
         ),
         controller::spawn(
             deployment::DeploymentController::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            job::JobController::new(informers, client.clone(), job::JobOptions::default()),
             informers,
             workers,
             shutdown.clone(),

@@ -159,8 +159,21 @@ fn env_value(pod: &Pod, var: &EnvVar, ctx: &PodContext, env: &BTreeMap<String, S
             .as_ref()
             .and_then(|s| s.service_account_name.clone())
             .unwrap_or_default(),
-        _ => String::new(),
+        Some(path) => selected(path, "metadata.labels", meta.labels.as_ref())
+            .or_else(|| selected(path, "metadata.annotations", meta.annotations.as_ref()))
+            .unwrap_or_default(),
+        None => String::new(),
     }
+}
+
+/// `metadata.labels['KEY']` (or annotations): the value of KEY (an Indexed Job's pods read
+/// `JOB_COMPLETION_INDEX` this way).
+fn selected(path: &str, map: &str, values: Option<&BTreeMap<String, String>>) -> Option<String> {
+    let key = path
+        .strip_prefix(map)?
+        .strip_prefix("['")?
+        .strip_suffix("']")?;
+    values?.get(key).cloned()
 }
 
 /// Kubernetes' `$(VAR)` expansion: known variables are replaced, `$$` escapes, the rest stays.
@@ -354,6 +367,40 @@ mod tests {
         ] {
             assert_eq!(env.get(key).map(String::as_str), Some(value), "{key}");
         }
+    }
+
+    #[test]
+    fn field_refs_select_one_label_or_annotation() {
+        let mut pod = pod(&["web"], "Never");
+        pod.metadata.annotations = Some(BTreeMap::from([(
+            "batch.kubernetes.io/job-completion-index".to_string(),
+            "2".to_string(),
+        )]));
+        pod.metadata.labels = Some(BTreeMap::from([("app".to_string(), "pi".to_string())]));
+        let var = |name: &str, path: &str| EnvVar {
+            name: name.into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: path.into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut web = container("web");
+        web.env = Some(vec![
+            var(
+                "JOB_COMPLETION_INDEX",
+                "metadata.annotations['batch.kubernetes.io/job-completion-index']",
+            ),
+            var("APP", "metadata.labels['app']"),
+            var("MISSING", "metadata.labels['nope']"),
+        ]);
+        let env = build_env(&pod, &web, &ctx());
+        assert_eq!(env["JOB_COMPLETION_INDEX"], "2");
+        assert_eq!(env["APP"], "pi");
+        assert_eq!(env["MISSING"], "");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! Kubernetes counterpart: `pkg/printers/internalversion/printers.go` (`AddHandlers`: the
 //! `TableColumnDefinition`s and `printPod`, `printService`, `printEndpoints`, `printNode`,
-//! `printEvent`, `printNamespace`, `printLease`, `printDeployment`, `printReplicaSet`) and `k8s.io/apimachinery/pkg/util/duration`
+//! `printEvent`, `printNamespace`, `printLease`, `printDeployment`, `printReplicaSet`, `printJob`) and `k8s.io/apimachinery/pkg/util/duration`
 //! (AGE). Upstream's API server always prints the *wide* row (`GenerateOptions{Wide: true}`) and
 //! marks the extra columns `priority: 1`; kubectl drops them unless `-o wide`. minik does the same:
 //! [`row`] is the full row the server sends (`as=Table`), computed by pure functions (object +
@@ -11,6 +11,7 @@
 
 pub mod cluster;
 pub mod duration;
+pub mod jobs;
 pub mod pod;
 pub mod service;
 pub mod workloads;
@@ -125,6 +126,16 @@ pub fn columns(kind: &str) -> Vec<Column> {
             ("Images", 1),
             ("Selector", 1),
         ],
+        "Job" => &[
+            ("Name", 0),
+            ("Status", 0),
+            ("Completions", 0),
+            ("Duration", 0),
+            ("Age", 0),
+            ("Containers", 1),
+            ("Images", 1),
+            ("Selector", 1),
+        ],
         _ => &[("Name", 0), ("Age", 0)],
     };
     spec.iter()
@@ -161,6 +172,7 @@ pub fn full_cells(
         "EndpointSlice" => service::endpoint_slice_row(&typed(object)?, now),
         "Deployment" => workloads::deployment_row(&typed(object)?, true, now),
         "ReplicaSet" => workloads::replica_set_row(&typed(object)?, true, now),
+        "Job" => jobs::job_row(&typed(object)?, true, now),
         _ => {
             let created = object
                 .pointer("/metadata/creationTimestamp")

@@ -63,7 +63,10 @@ pub fn replica_set_row(replica_set: &ReplicaSet, wide: bool, now: Timestamp) -> 
 }
 
 /// CONTAINERS, IMAGES and SELECTOR (`layoutContainerCells`).
-fn template_cells(template: Option<&PodTemplateSpec>, selector: &LabelSelector) -> [String; 3] {
+pub(crate) fn template_cells(
+    template: Option<&PodTemplateSpec>,
+    selector: &LabelSelector,
+) -> [String; 3] {
     let containers = template
         .and_then(|t| t.spec.as_ref())
         .map(|s| s.containers.as_slice())

@@ -410,6 +410,27 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
             replica_set_rules(),
         ),
         role(
+            "system:controller:job-controller",
+            vec![
+                rule(
+                    &["get", "list", "watch", "update", "patch"],
+                    &["batch"],
+                    &["jobs"],
+                ),
+                rule(
+                    &["update", "patch"],
+                    &["batch"],
+                    &["jobs/status", "jobs/finalizers"],
+                ),
+                rule(
+                    &["list", "watch", "create", "delete", "patch"],
+                    &[""],
+                    &["pods"],
+                ),
+                events(),
+            ],
+        ),
+        role(
             "system:controller:generic-garbage-collector",
             vec![rule(
                 &["get", "list", "watch", "patch", "update", "delete"],
@@ -491,6 +512,7 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
     for controller in [
         "deployment-controller",
         "replicaset-controller",
+        "job-controller",
         "generic-garbage-collector",
     ] {
         let user = subject("User", "system:kube-controller-manager");

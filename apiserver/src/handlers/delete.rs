@@ -13,6 +13,7 @@ use minik_api::status;
 use serde_json::json;
 
 use crate::error::{json_response, ApiError, ApiResult};
+use crate::field_validation::with_warnings;
 use crate::registry::deletion::DeleteOptions;
 use crate::request::body::body_format;
 use crate::request::query::ListOptions;
@@ -43,7 +44,28 @@ pub async fn delete(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
         let latest = namespaces::delete_contents(state, target.name(), object).await?;
         return Ok(json_response(StatusCode::OK, &latest));
     }
-    Ok(json_response(StatusCode::OK, &object))
+    let response = json_response(StatusCode::OK, &object);
+    Ok(with_warnings(
+        response,
+        &orphaning_warning(target.info.kind, &options),
+    ))
+}
+
+/// A Job deleted without a policy keeps its pods; upstream warns, as `jobStrategy.WarningsOnDelete`
+/// does (docs/workloads.md#garbage-collector).
+fn orphaning_warning(kind: &str, options: &DeleteOptions) -> Vec<String> {
+    let policy = options
+        .propagation_policy
+        .as_deref()
+        .filter(|p| !p.is_empty());
+    if kind == "Job" && policy.is_none() {
+        let text = "child pods are preserved by default when jobs are deleted; set \
+                    propagationPolicy=Background to remove them or set propagationPolicy=Orphan to \
+                    suppress this warning";
+        vec![text.to_string()]
+    } else {
+        Vec::new()
+    }
 }
 
 /// `DELETE …/{plural}` with selectors: deletes each match (gracefully for pods), answers the list.
@@ -99,4 +121,22 @@ async fn finish(
         }
     }
     Ok(deleted.object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_job_deleted_without_a_policy_is_warned_about() {
+        let none = DeleteOptions::default();
+        assert_eq!(orphaning_warning("Job", &none).len(), 1);
+        assert!(orphaning_warning("Job", &none)[0].starts_with("child pods are preserved"));
+        assert!(orphaning_warning("Deployment", &none).is_empty());
+        let background = DeleteOptions {
+            propagation_policy: Some("Background".into()),
+            ..DeleteOptions::default()
+        };
+        assert!(orphaning_warning("Job", &background).is_empty());
+    }
 }

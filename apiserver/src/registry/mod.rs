@@ -5,13 +5,14 @@
 //! store in `k8s.io/apiserver/pkg/registry/generic/registry/store.go`. minik's generic part is
 //! [`prepare_create`] / [`prepare_update`] here and [`meta`]; the kind-specific parts are
 //! [`pods`] (defaults, validation, immutability, binding), [`services`] (clusterIP allocation),
-//! [`workloads`] (Deployments and ReplicaSets), [`scale`] (the autoscaling/v1 Scale view),
+//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`scale`] (the autoscaling/v1 Scale view),
 //! [`propagation`] (garbage-collection finalizers) and [`deletion`] (graceful delete). Every
 //! object is round-tripped through its typed k8s-openapi struct, so what is stored is exactly
 //! Kubernetes' JSON shape (unknown fields are dropped, as upstream does without
 //! `fieldValidation=Strict`).
 
 pub mod deletion;
+pub mod jobs;
 pub mod meta;
 pub mod patch;
 pub mod pods;
@@ -39,7 +40,7 @@ use crate::error::{ApiError, ApiResult};
 pub fn has_status_subresource(kind: &str) -> bool {
     matches!(
         kind,
-        "Pod" | "Service" | "Node" | "Namespace" | "Deployment" | "ReplicaSet"
+        "Pod" | "Service" | "Node" | "Namespace" | "Deployment" | "ReplicaSet" | "Job"
     )
 }
 
@@ -126,6 +127,7 @@ pub fn prepare_create(
         "Service" => services::prepare_create(object, used_ips)?,
         "Deployment" => workloads::prepare_create_deployment(object)?,
         "ReplicaSet" => workloads::prepare_create_replica_set(object)?,
+        "Job" => jobs::prepare_create(object)?,
         kind => normalize(object, kind)?,
     };
     check_size(&object)?;
@@ -193,6 +195,7 @@ pub fn prepare_update(
         "Service" => services::prepare_update(object, old)?,
         "Deployment" => workloads::prepare_update_deployment(object, old)?,
         "ReplicaSet" => workloads::prepare_update_replica_set(object, old)?,
+        "Job" => jobs::prepare_update(object, old)?,
         kind => normalize(object, kind)?,
     };
     bump_generation(&mut object, old, info.kind);

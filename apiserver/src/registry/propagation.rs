@@ -11,7 +11,8 @@
 //! - `Background`: neither — the object goes at once and the collector deletes the dependents.
 //!
 //! With no policy the object's own GC finalizers decide, and otherwise the kind's default, which
-//! is Background for every kind minik serves (docs/workloads.md#garbage-collector, GC3-GC5).
+//! is Background for every kind minik serves but Jobs, which orphan (docs/workloads.md#garbage-collector,
+//! GC3-GC5).
 //! The finalizers are then what [`super::deletion::plan`] sees, so an object they hold is only
 //! marked for deletion.
 
@@ -53,6 +54,13 @@ pub fn parse(policy: Option<&str>) -> ApiResult<Option<Propagation>> {
     }
 }
 
+/// Whether a DELETE without a policy orphans the dependents of `kind`: batch/v1 Jobs keep their
+/// pods, for compatibility (`jobStrategy.DefaultGarbageCollectionPolicy`), so kubectl and the
+/// clients always send a policy.
+pub fn orphans_by_default(kind: &str) -> bool {
+    kind == "Job"
+}
+
 /// The object with its GC finalizers set for this DELETE (unchanged when they already are).
 pub fn with_finalizers(object: &Value, policy: Option<Propagation>) -> Value {
     let current: Vec<&str> = object["metadata"]["finalizers"]
@@ -65,7 +73,11 @@ pub fn with_finalizers(object: &Value, policy: Option<Propagation>) -> Value {
             policy == Propagation::Orphan,
             policy == Propagation::Foreground,
         ),
-        None => (has(ORPHAN), has(FOREGROUND_DELETION)),
+        None => {
+            let kind = object["kind"].as_str().unwrap_or("");
+            let orphan_by_default = !has(FOREGROUND_DELETION) && orphans_by_default(kind);
+            (has(ORPHAN) || orphan_by_default, has(FOREGROUND_DELETION))
+        }
     };
     let mut wanted: Vec<&str> = current
         .iter()
@@ -129,6 +141,19 @@ mod tests {
             with_finalizers(&plain, Some(Propagation::Background)),
             plain
         );
+    }
+
+    #[test]
+    fn a_job_deleted_without_a_policy_orphans_its_pods() {
+        let job = json!({"kind": "Job", "metadata": {"name": "pi"}});
+        assert_eq!(
+            with_finalizers(&job, None)["metadata"]["finalizers"],
+            json!(["orphan"])
+        );
+        let background = with_finalizers(&job, Some(Propagation::Background));
+        assert_eq!(background, job);
+        let foreground = with_finalizers(&job, Some(Propagation::Foreground));
+        assert_eq!(with_finalizers(&foreground, None), foreground);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The controller manager against a real minik apiserver (in memory, on 127.0.0.1:0).
 //!
 //! - `history`: rollback, pause and resume, scaling in the middle of a rollout;
+//! - `jobs`: Jobs' completions, failures, deadline, suspend, and tracking finalizers across a restart;
 //! - `leader`: two candidates on one Lease; one leads, the other takes over when it stops;
 //! - `ownership`: adoption and release by labels, collection of dependents of missing owners;
 //! - `restart`: `minik controller-manager` killed with SIGKILL mid-rollout and started again;
@@ -10,6 +11,7 @@
 
 mod cluster;
 mod history;
+mod jobs;
 mod kubelet;
 mod leader;
 mod ownership;
