@@ -148,7 +148,7 @@ mod tests {
         for host in [
             "evil.example",
             "evil.example:6443",
-            "10.0.0.1:6443",
+            "203.0.113.7:6443",
             "localhost.evil.example",
             "[::2]:1",
             "[::1",
