@@ -33,6 +33,7 @@ pub mod informers;
 pub mod job;
 pub mod leader;
 pub mod ownership;
+pub mod pod_control;
 pub mod replicaset;
 
 use std::path::PathBuf;

@@ -226,7 +226,7 @@ mod tests {
     fn cidr_must_be_a_loopback_slash_24() {
         assert!(Allocations::new("127.244.3.0/24").is_ok());
         for bad in [
-            "10.0.0.0/24",
+            "203.0.113.0/24",
             "127.244.3.0/16",
             "127.244.3.5/24",
             "127.244.3.0",

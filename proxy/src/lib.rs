@@ -316,7 +316,8 @@ mod tests {
     #[tokio::test]
     async fn run_refuses_a_non_loopback_metrics_address() {
         let config = Config {
-            metrics_listen: "0.0.0.0:0".parse().unwrap(),
+            // The wildcard address, the one a metrics listener must never take.
+            metrics_listen: std::net::SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, 0)),
             ..Config::default()
         };
         let result = run(config, CancellationToken::new()).await;

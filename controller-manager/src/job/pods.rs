@@ -11,7 +11,7 @@ use minik_api::batch::Job;
 use minik_api::core::Pod;
 use minik_api::jobs::TRACKING_FINALIZER;
 use minik_api::ObjectKey;
-use minik_client::{DeleteParams, Patch};
+use minik_client::Patch;
 use tracing::info;
 
 use super::{status, JobController};
@@ -102,27 +102,9 @@ impl JobController {
         let mut victims: Vec<&Pod> = active.to_vec();
         victims.sort_by_key(|pod| crate::replicaset::pods::is_ready(pod));
         victims.truncate(count.min(super::MAX_POD_WRITES_PER_SYNC));
-        let keys: Vec<ObjectKey> = victims.iter().map(|p| ObjectKey::of(&p.metadata)).collect();
-        self.expectations.expect_deletions(key, keys.clone());
-        let deletes = victims.iter().zip(&keys).map(|(pod, pod_key)| async move {
-            let result = self
-                .api::<Pod>(&pod.metadata)
-                .delete(&pod_key.name, &DeleteParams::default())
-                .await;
-            match result {
-                Ok(_) => Ok(()),
-                Err(error) => {
-                    self.expectations.deletion_observed(key, pod_key);
-                    if error.is_not_found() {
-                        Ok(())
-                    } else {
-                        Err(error)
-                    }
-                }
-            }
-        });
-        let results = join_all(deletes).await;
-        info!(job = %key, count = keys.len(), "deleted pods");
-        results.into_iter().collect()
+        let result =
+            crate::pod_control::delete_pods(&self.client, &self.expectations, key, &victims).await;
+        info!(job = %key, count = victims.len(), "deleted pods");
+        result
     }
 }

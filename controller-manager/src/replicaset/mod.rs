@@ -25,7 +25,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use minik_api::core::Pod;
 use minik_api::meta::ObjectMeta;
 use minik_api::ObjectKey;
-use minik_client::{Api, Client, DeleteParams, Patch, Store, WorkQueue};
+use minik_client::{Api, Client, Patch, Store, WorkQueue};
 use tracing::{debug, info};
 
 use crate::controller::Controller;
@@ -34,6 +34,7 @@ use crate::informers::{Change, SharedInformers};
 use crate::ownership::{
     adopt_patch, claim, controller_of, controller_ref, release_patch, selects, Claim,
 };
+use crate::pod_control;
 
 /// The controller: two stores, a queue, expectations, and the client it writes through.
 pub struct ReplicaSetController {
@@ -208,35 +209,10 @@ impl ReplicaSetController {
         if owned.len() > wanted {
             let count = (owned.len() - wanted).min(pods::BURST_REPLICAS);
             let victims = pods::pods_to_delete(owned, count, jiff::Timestamp::now());
-            let keys: Vec<ObjectKey> = victims
-                .iter()
-                .map(|pod| ObjectKey::of(&pod.metadata))
-                .collect();
-            self.expectations.expect_deletions(key, keys.clone());
-            let deletes = victims.iter().zip(&keys).map(|(pod, pod_key)| async move {
-                let result = self
-                    .api::<Pod>(&pod.metadata)
-                    .delete(&pod_key.name, &DeleteParams::default())
-                    .await;
-                match result {
-                    Ok(_) => Ok(()),
-                    Err(error) => {
-                        self.expectations.deletion_observed(key, pod_key);
-                        if error.is_not_found() {
-                            Ok(())
-                        } else {
-                            Err(error)
-                        }
-                    }
-                }
-            });
-            let results = join_all(deletes).await;
+            let result =
+                pod_control::delete_pods(&self.client, &self.expectations, key, &victims).await;
             info!(rs = %key, deleted = count, wanted, "deleted pods");
-            return results
-                .into_iter()
-                .collect::<Result<Vec<()>, _>>()
-                .map(|_| ())
-                .map_err(|error| ("FailedDelete", error));
+            return result.map_err(|error| ("FailedDelete", error));
         }
         Ok(())
     }
