@@ -94,6 +94,8 @@ pub struct Config {
     pub tls: Option<tls::TlsFiles>,
     /// Upstream's static token CSV (`token,user,uid[,"groups"]`).
     pub token_auth_file: Option<PathBuf>,
+    /// How the log proxy authenticates to the kubelets (https); `None`: plain http.
+    pub kubelet_client: Option<logs::KubeletClientFiles>,
 }
 
 impl Default for Config {
@@ -105,6 +107,7 @@ impl Default for Config {
             bookmark_interval: Duration::from_secs(60),
             tls: None,
             token_auth_file: None,
+            kubelet_client: None,
         }
     }
 }
@@ -136,6 +139,15 @@ pub struct Args {
     /// Accept the bearer tokens of this CSV file (`token,user,uid[,"g1,g2"]`).
     #[arg(long, requires = "tls_cert_file")]
     pub token_auth_file: Option<PathBuf>,
+    /// The client certificate the log proxy presents to the kubelets (https).
+    #[arg(long, requires_all = ["kubelet_client_key", "kubelet_certificate_authority"])]
+    pub kubelet_client_certificate: Option<PathBuf>,
+    /// Its private key.
+    #[arg(long, requires = "kubelet_client_certificate")]
+    pub kubelet_client_key: Option<PathBuf>,
+    /// The CA the kubelets' serving certificates must chain to.
+    #[arg(long, requires = "kubelet_client_certificate")]
+    pub kubelet_certificate_authority: Option<PathBuf>,
 }
 
 impl Args {
@@ -155,6 +167,20 @@ impl Args {
                     client_ca_file: self.client_ca_file,
                 }),
             token_auth_file: self.token_auth_file,
+            kubelet_client: match (
+                self.kubelet_client_certificate,
+                self.kubelet_client_key,
+                self.kubelet_certificate_authority,
+            ) {
+                (Some(cert_file), Some(key_file), Some(ca_file)) => {
+                    Some(logs::KubeletClientFiles {
+                        cert_file,
+                        key_file,
+                        ca_file,
+                    })
+                }
+                _ => None,
+            },
         }
     }
 }
@@ -171,6 +197,8 @@ pub struct Shared {
     pub(crate) ip_allocation: tokio::sync::Mutex<()>,
     /// For the pod log proxy to the kubelets.
     pub(crate) http: reqwest::Client,
+    /// The kubelets are reached over https (with `http`'s client certificate).
+    pub(crate) kubelet_tls: bool,
     /// Who may do what; off for a plain-http server.
     pub(crate) security: auth::Security,
 }
@@ -201,6 +229,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         bookmark_interval: config.bookmark_interval,
         tls: config.tls,
         token_auth_file: config.token_auth_file,
+        kubelet_client: config.kubelet_client,
         ..ServeOptions::default()
     };
     serve_with(listener, backend, options, shutdown).await
@@ -245,6 +274,8 @@ pub struct ServeOptions {
     pub max_connections: usize,
     /// The static bearer tokens (only with `tls`).
     pub token_auth_file: Option<PathBuf>,
+    /// The log proxy's https identity towards the kubelets (`None`: plain http).
+    pub kubelet_client: Option<logs::KubeletClientFiles>,
 }
 
 impl Default for ServeOptions {
@@ -254,6 +285,7 @@ impl Default for ServeOptions {
             header_read_timeout: Duration::from_secs(30),
             tls: None,
             token_auth_file: None,
+            kubelet_client: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
@@ -295,16 +327,14 @@ pub async fn serve_with(
                 .watch_writes(storage.clone(), shutdown.clone()),
         );
     }
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let http = logs::kubelet_http_client(options.kubelet_client.as_ref())?;
     let state = Arc::new(Shared {
         storage,
         shutdown: shutdown.clone(),
         bookmark_interval: options.bookmark_interval,
         ip_allocation: tokio::sync::Mutex::new(()),
         http,
+        kubelet_tls: options.kubelet_client.is_some(),
         security,
     });
     server::serve_connections(

@@ -5,6 +5,13 @@
 //! kubelet from `node.status.daemonEndpoints.kubeletEndpoint.Port`, and stream
 //! `GET /containerLogs/{ns}/{pod}/{container}` back to the client (kubectl `logs -f` keeps reading
 //! until the stream ends). minik's kubelet listens on 127.0.0.1 (docs/architecture.md#network).
+//!
+//! With `--kubelet-client-certificate`/`--kubelet-client-key` (a secure cluster) the kubelet is
+//! reached over https, trusting only `--kubelet-certificate-authority`, and presenting the
+//! apiserver's own client certificate, which the kubelet authorizes like any caller
+//! (`kube-apiserver-kubelet-client`, docs/security.md#x9); without them, plain http.
+
+use std::path::PathBuf;
 
 use axum::body::Body;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -28,6 +35,37 @@ const FORWARDED: &[&str] = &[
     "sinceTime",
     "limitBytes",
 ];
+
+/// How the apiserver authenticates to the kubelets (upstream's `--kubelet-client-certificate`,
+/// `--kubelet-client-key`, `--kubelet-certificate-authority`).
+#[derive(Clone, Debug)]
+pub struct KubeletClientFiles {
+    /// The client certificate (PEM).
+    pub cert_file: PathBuf,
+    /// Its key (PEM).
+    pub key_file: PathBuf,
+    /// The CA the kubelets' serving certificates chain to.
+    pub ca_file: PathBuf,
+}
+
+/// The HTTP client of the log proxy: https with `files`' identity and CA, or plain http.
+pub fn kubelet_http_client(files: Option<&KubeletClientFiles>) -> std::io::Result<reqwest::Client> {
+    let io = |what: &PathBuf, e: &dyn std::fmt::Display| {
+        std::io::Error::other(format!("{}: {e}", what.display()))
+    };
+    let mut builder = reqwest::Client::builder().no_proxy();
+    if let Some(files) = files {
+        let ca = std::fs::read(&files.ca_file).map_err(|e| io(&files.ca_file, &e))?;
+        let roots =
+            reqwest::Certificate::from_pem_bundle(&ca).map_err(|e| io(&files.ca_file, &e))?;
+        let mut pem = std::fs::read(&files.cert_file).map_err(|e| io(&files.cert_file, &e))?;
+        pem.push(b'\n');
+        pem.extend(std::fs::read(&files.key_file).map_err(|e| io(&files.key_file, &e))?);
+        let identity = reqwest::Identity::from_pem(&pem).map_err(|e| io(&files.cert_file, &e))?;
+        builder = builder.tls_certs_only(roots).identity(identity);
+    }
+    builder.build().map_err(|e| std::io::Error::other(e.to_string()))
+}
 
 /// Which container a log request means: the `container` parameter, or the only one.
 pub fn resolve_container(pod: &Pod, requested: Option<&str>) -> ApiResult<String> {
@@ -139,7 +177,8 @@ pub async fn pod_logs(state: &AppState, request: &ApiRequest) -> ApiResult<Respo
         .iter()
         .filter_map(|k| request.params.get(k).map(|v| (*k, v)))
         .collect();
-    let url = format!("http://127.0.0.1:{port}/containerLogs/{namespace}/{name}/{container}");
+    let scheme = if state.kubelet_tls { "https" } else { "http" };
+    let url = format!("{scheme}://127.0.0.1:{port}/containerLogs/{namespace}/{name}/{container}");
     let upstream = state
         .http
         .get(&url)
@@ -156,7 +195,13 @@ pub async fn pod_logs(state: &AppState, request: &ApiRequest) -> ApiResult<Respo
     let code = StatusCode::from_u16(upstream.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
     if !code.is_success() {
         let text = upstream.text().await.unwrap_or_default();
-        return Err(status::failure(code.as_u16(), "BadRequest", text.trim().to_string()).into());
+        let reason = match code.as_u16() {
+            401 => "Unauthorized",
+            403 => "Forbidden",
+            404 => "NotFound",
+            _ => "BadRequest",
+        };
+        return Err(status::failure(code.as_u16(), reason, text.trim().to_string()).into());
     }
     // `logs -f` streams until the kubelet ends it, or until this server shuts down.
     let stream = upstream

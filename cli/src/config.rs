@@ -1,17 +1,19 @@
-//! Which apiserver the CLI talks to: `--server`, else the context of `--kubeconfig FILE`, else
-//! `$MINIK_SERVER`, else the context of `$KUBECONFIG`'s files or `~/.kube/config`, else
-//! `http://127.0.0.1:6443`. The context is `--context NAME`, else `minik`.
+//! Which apiserver the CLI talks to, and with which credentials, as kubectl finds them: the
+//! kubeconfig is `--kubeconfig FILE`, else the first of `$KUBECONFIG`'s files that holds the
+//! context, else the running `minik up`'s own `DATA/kubeconfig`, else `~/.kube/config` (when
+//! `$KUBECONFIG` is unset). The server is `--server`, else `$MINIK_SERVER`, else that
+//! kubeconfig's, else `http://127.0.0.1:6443` (an `--insecure` cluster). The context is
+//! `--context NAME`, else `minik`.
 //!
 //! Kubernetes counterpart: kubectl's `clientcmd` loading rules
 //! (`staging/src/k8s.io/client-go/tools/clientcmd/loader.go`): an explicit `--kubeconfig` file
 //! must exist and replaces `$KUBECONFIG`, which is a `:`-separated list of files, else
 //! `~/.kube/config`; a context names a cluster, whose `server` is the address; `--server`
-//! overrides whatever the kubeconfig says.
+//! overrides whatever the kubeconfig says but keeps its credentials.
 //!
 //! minik simplifies: without `--context` it looks for the context named `minik` (the one
-//! `minik up` writes), whatever `current-context` says. With nothing named at all, a running
-//! `minik up --secure` is found through its `DATA/kubeconfig`; an https server's CA and
-//! credentials come from the kubeconfig context that named it (`commands/resources.rs`).
+//! `minik up` writes), whatever `current-context` says; the running cluster is found in the
+//! default data directory (`$XDG_DATA_HOME/minik`), where `minik up` keeps its pid file.
 
 use std::path::{Path, PathBuf};
 
@@ -24,66 +26,93 @@ pub const DEFAULT_SERVER: &str = "http://127.0.0.1:6443";
 /// The context `minik up` writes, read when `--context` is not given.
 pub const DEFAULT_CONTEXT: &str = "minik";
 
-/// The apiserver address, by the precedence in the module doc.
-pub fn resolve_server(
+/// The apiserver address and the kubeconfig file its credentials come from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    /// `https://127.0.0.1:6443`.
+    pub server: String,
+    /// The kubeconfig holding the context, if one does.
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// The server and kubeconfig, by the precedence in the module doc.
+pub fn resolve(
     server: Option<&str>,
     kubeconfig: Option<&Path>,
     context: Option<&str>,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<Resolved> {
     let env_server = std::env::var("MINIK_SERVER").ok();
-    resolve_server_from(server, kubeconfig, context, env_server, kubeconfig_paths())
+    resolve_from(server, kubeconfig, context, env_server, candidate_files())
 }
 
-/// [`resolve_server`] with the environment passed in: `$MINIK_SERVER` and the default files.
-fn resolve_server_from(
+/// [`resolve`] with the environment passed in: `$MINIK_SERVER` and the files to look in.
+fn resolve_from(
     server: Option<&str>,
     kubeconfig: Option<&Path>,
     context: Option<&str>,
     env_server: Option<String>,
-    default_files: Vec<PathBuf>,
-) -> anyhow::Result<String> {
-    if let Some(server) = server.filter(|s| !s.is_empty()) {
-        return Ok(server.to_string());
-    }
+    candidates: Vec<PathBuf>,
+) -> anyhow::Result<Resolved> {
     let context_name = context.unwrap_or(DEFAULT_CONTEXT);
+    let explicit = server
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .or(env_server.filter(|s| !s.is_empty()));
     // An explicit file must be readable and hold the context (kubectl: `stat F: no such file`).
     if let Some(path) = kubeconfig.filter(|p| !p.as_os_str().is_empty()) {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-        return match server_of_context(&text, context_name) {
-            Some(server) => Ok(server),
-            None => bail!("context \"{context_name}\" not found in {}", path.display()),
+        let Some(found) = server_of_context(&text, context_name) else {
+            bail!("context \"{context_name}\" not found in {}", path.display());
         };
+        return Ok(Resolved {
+            server: explicit.unwrap_or(found),
+            kubeconfig: Some(path.to_path_buf()),
+        });
     }
-    if let Some(server) = env_server.filter(|s| !s.is_empty()) {
-        return Ok(server);
-    }
-    let found = default_files.into_iter().find_map(|path| {
-        std::fs::read_to_string(path)
-            .ok()
-            .and_then(|text| server_of_context(&text, context_name))
+    let found = candidates.into_iter().find_map(|path| {
+        let text = std::fs::read_to_string(&path).ok()?;
+        server_of_context(&text, context_name).map(|server| (server, path))
     });
-    match (found, context) {
-        (Some(server), _) => Ok(server),
-        (None, Some(name)) => bail!("context \"{name}\" not found in the kubeconfig"),
-        (None, None) => Ok(DEFAULT_SERVER.to_string()),
+    match (found, explicit, context) {
+        (Some((found, path)), explicit, _) => Ok(Resolved {
+            server: explicit.unwrap_or(found),
+            kubeconfig: Some(path),
+        }),
+        (None, Some(server), _) => Ok(Resolved {
+            server,
+            kubeconfig: None,
+        }),
+        (None, None, Some(name)) => bail!("context \"{name}\" not found in the kubeconfig"),
+        (None, None, None) => Ok(Resolved {
+            server: DEFAULT_SERVER.to_string(),
+            kubeconfig: None,
+        }),
     }
 }
 
-/// `$KUBECONFIG`'s files, else `~/.kube/config`.
-pub fn kubeconfig_paths() -> Vec<PathBuf> {
-    if let Ok(list) = std::env::var("KUBECONFIG") {
-        if !list.is_empty() {
-            return list
-                .split(':')
-                .filter(|p| !p.is_empty())
-                .map(PathBuf::from)
-                .collect();
-        }
+/// Where a context is looked for without `--kubeconfig`: `$KUBECONFIG`'s files, the running
+/// cluster's `DATA/kubeconfig`, then `~/.kube/config` when `$KUBECONFIG` is unset.
+pub fn candidate_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let list = std::env::var("KUBECONFIG").unwrap_or_default();
+    files.extend(list.split(':').filter(|p| !p.is_empty()).map(PathBuf::from));
+    files.extend(running_cluster_kubeconfig());
+    if list.is_empty() {
+        files.extend(
+            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".kube").join("config")),
+        );
     }
-    std::env::var_os("HOME")
-        .map(|home| vec![PathBuf::from(home).join(".kube").join("config")])
-        .unwrap_or_default()
+    files
+}
+
+/// The admin kubeconfig of the `minik up` running from the default data directory.
+pub fn running_cluster_kubeconfig() -> Option<PathBuf> {
+    let data = minik_cluster::default_data_dir();
+    let pid = std::fs::read_to_string(minik_cluster::pid_file(&data)).ok()?;
+    let running = pid.trim().parse().is_ok_and(minik_cluster::is_minik_up);
+    let path = minik_cluster::secure::admin_kubeconfig(&data);
+    (running && path.is_file()).then_some(path)
 }
 
 /// The `server` of the cluster that context `context` points at, in one kubeconfig's text.
@@ -142,27 +171,32 @@ current-context: kind-kind
         (dir, path)
     }
 
+    fn server_of(resolved: anyhow::Result<Resolved>) -> String {
+        resolved.unwrap().server
+    }
+
     #[test]
-    fn the_server_flag_wins_over_everything() {
+    fn the_server_flag_wins_but_keeps_the_kubeconfig() {
         let (_dir, file) = write(KUBECONFIG);
-        let server = resolve_server_from(
+        let resolved = resolve_from(
             Some("http://127.0.0.1:1"),
             Some(&file),
             Some("kind-kind"),
             Some("http://127.0.0.1:2".into()),
             vec![file.clone()],
-        );
-        assert_eq!(server.unwrap(), "http://127.0.0.1:1");
+        )
+        .unwrap();
+        assert_eq!(resolved.server, "http://127.0.0.1:1");
+        assert_eq!(resolved.kubeconfig, Some(file));
     }
 
     #[test]
-    fn an_explicit_kubeconfig_beats_the_environment_and_must_hold_the_context() {
+    fn an_explicit_kubeconfig_beats_the_files_and_must_hold_the_context() {
         let (_dir, file) = write(KUBECONFIG);
-        let env = || Some("http://127.0.0.1:2".to_string());
-        let resolve = |context| resolve_server_from(None, Some(&file), context, env(), vec![]);
-        assert_eq!(resolve(None).unwrap(), "http://127.0.0.1:18081");
+        let resolve = |context| resolve_from(None, Some(&file), context, None, vec![]);
+        assert_eq!(server_of(resolve(None)), "http://127.0.0.1:18081");
         assert_eq!(
-            resolve(Some("kind-kind")).unwrap(),
+            server_of(resolve(Some("kind-kind"))),
             "https://127.0.0.1:40000"
         );
         assert_eq!(
@@ -170,7 +204,7 @@ current-context: kind-kind
             format!("context \"other\" not found in {}", file.display())
         );
         let missing = Path::new("/nonexistent/kubeconfig");
-        let error = resolve_server_from(None, Some(missing), None, env(), vec![]).unwrap_err();
+        let error = resolve_from(None, Some(missing), None, None, vec![]).unwrap_err();
         assert_eq!(
             error.to_string(),
             "cannot read kubeconfig /nonexistent/kubeconfig"
@@ -178,20 +212,23 @@ current-context: kind-kind
     }
 
     #[test]
-    fn without_flags_the_environment_then_the_default_files_then_the_default() {
+    fn without_flags_the_first_file_with_the_context_then_the_environment_then_the_default() {
         let (_dir, file) = write(KUBECONFIG);
-        let env = Some("http://127.0.0.1:2".to_string());
-        let resolve = |env, files, context| resolve_server_from(None, None, context, env, files);
-        assert_eq!(
-            resolve(env, vec![file.clone()], None).unwrap(),
-            "http://127.0.0.1:2"
-        );
+        let resolve = |env, files, context| resolve_from(None, None, context, env, files);
         let files = vec![PathBuf::from("/nonexistent"), file.clone()];
+        let found = resolve(None, files, None).unwrap();
         assert_eq!(
-            resolve(None, files, None).unwrap(),
-            "http://127.0.0.1:18081"
+            (found.server.as_str(), found.kubeconfig),
+            ("http://127.0.0.1:18081", Some(file.clone()))
         );
-        assert_eq!(resolve(None, vec![], None).unwrap(), DEFAULT_SERVER);
+        // $MINIK_SERVER names the address; the file still lends its credentials.
+        let env = Some("https://127.0.0.1:2".to_string());
+        assert_eq!(
+            server_of(resolve(env.clone(), vec![file.clone()], None)),
+            "https://127.0.0.1:2"
+        );
+        assert_eq!(server_of(resolve(env, vec![], None)), "https://127.0.0.1:2");
+        assert_eq!(server_of(resolve(None, vec![], None)), DEFAULT_SERVER);
         // A named context that is nowhere is an error, not a silent fall-back to the default.
         assert!(resolve(None, vec![file], Some("other")).is_err());
     }

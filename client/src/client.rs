@@ -116,6 +116,12 @@ impl Client {
         }
     }
 
+    /// A raw request to `path`, carrying this client's TLS identity and bearer token, for a
+    /// proxy that passes requests and answers through unchanged (`minik proxy`).
+    pub fn raw_request(&self, method: Method, path: &str) -> RequestBuilder {
+        self.request(method, path)
+    }
+
     /// Sends a request; a non-2xx answer becomes [`Error::Api`].
     pub(crate) async fn send(&self, request: RequestBuilder) -> Result<Response> {
         let response = request.send().await?;

@@ -85,7 +85,8 @@ pub struct ClusterConfig {
     pub reap_leftovers: bool,
     /// Serve the API over TLS with authentication and RBAC: a PKI under `DATA/pki`, each
     /// component with its own client certificate, and `DATA/kubeconfig` for the admin
-    /// ([`crate::secure`]). Off by default until every client of the launcher speaks https.
+    /// ([`crate::secure`]). On by default; off (`minik up --insecure`) is plain http with no
+    /// users, for teaching on a machine nobody else uses.
     pub secure: bool,
 }
 
@@ -108,7 +109,7 @@ impl Default for ClusterConfig {
             components: Component::ALL.to_vec(),
             drain_grace: None,
             reap_leftovers: true,
-            secure: false,
+            secure: true,
         }
     }
 }
@@ -167,9 +168,9 @@ impl Cluster {
     /// `config.interrupt`), whatever was started is stopped again before the error is returned.
     pub async fn start(mut config: ClusterConfig) -> Result<Cluster> {
         config.listen = check_listen(config.listen)?;
-        // Private to its owner, secure or not (issue 16): a directory owned by someone else
-        // cannot be chmod-ed, so such a data dir is refused here.
-        crate::pki::private_dir(&config.data_dir)?;
+        // Private to its owner, secure or not: refused if another user can write it, then 0700,
+        // and everything created from now on is 0600/0700 (docs/security.md#local-control-plane).
+        crate::files::prepare_data_dir(&config.data_dir)?;
         let log_dir = config.data_dir.join("logs");
         std::fs::create_dir_all(&log_dir)
             .map_err(|e| Error::io(format!("creating {}", log_dir.display()), e))?;

@@ -32,7 +32,7 @@ pub enum Component {
     Kubelet,
     /// `minik endpoint-controller`: Endpoints and EndpointSlices from Services.
     EndpointController,
-    /// `minik proxy`: the Services' virtual IPs.
+    /// `minik kube-proxy`: the Services' virtual IPs (`minik proxy` is kubectl's API proxy).
     Proxy,
 }
 
@@ -61,7 +61,16 @@ impl Component {
         Component::Proxy,
     ];
 
-    /// The `minik` subcommand, also the name of its log file (kubelets add their node).
+    /// The `minik` subcommand that runs it: its name, but `kube-proxy` for the proxy, since
+    /// `minik proxy` is kubectl's `proxy` (an API proxy for curl), as upstream names them.
+    pub fn command(self) -> &'static str {
+        match self {
+            Component::Proxy => "kube-proxy",
+            other => other.subcommand(),
+        }
+    }
+
+    /// The component's name, also the name of its log file (kubelets add their node).
     pub fn subcommand(self) -> &'static str {
         match self {
             Component::Apiserver => "apiserver",
@@ -99,7 +108,7 @@ impl Component {
     /// for a kubelet (`node-N`, pod CIDR `127.244.N.0/24`, root dir `DATA/nodes/node-N`).
     pub(crate) fn args(self, config: &ClusterConfig, node: u8) -> Vec<String> {
         let server = crate::secure::server_url(config);
-        let mut args = vec![self.subcommand().to_string()];
+        let mut args = vec![self.command().to_string()];
         args.extend(crate::secure::args(config, self, node));
         let mut flag = |name: &str, value: String| args.extend([name.to_string(), value]);
         match self {

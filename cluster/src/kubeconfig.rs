@@ -1,4 +1,6 @@
-//! Merging a `minik` context into the user's kubeconfig, the way `kind create cluster` does.
+//! Merging a `minik` context into the user's kubeconfig, the way `kind create cluster` does, but
+//! only when asked (`minik up --merge-kubeconfig`): the admin's credentials never land in
+//! `~/.kube/config` silently.
 //!
 //! Kubernetes counterpart: client-go's `clientcmd` loading rules (`$KUBECONFIG`, else
 //! `~/.kube/config`) and kind's `pkg/cluster/internal/kubeconfig` merge: the cluster, user and
@@ -7,8 +9,9 @@
 //!
 //! What minik simplifies: the file is handled as an untyped `serde_json::Value` (read and written
 //! as YAML with serde-saphyr), so fields minik does not know survive the round trip; only the first
-//! path of a `$KUBECONFIG` list is written (kubectl writes new entries there too). The server is
-//! plain HTTP on loopback, so the user entry is empty (`user: {}`).
+//! path of a `$KUBECONFIG` list is written (kubectl writes new entries there too). The cluster and
+//! user bodies are copied from the cluster's own `DATA/kubeconfig` ([`Entries::from_kubeconfig`]):
+//! the CA and the admin's client certificate; an insecure cluster has only a server and `user: {}`.
 //!
 //! Read next: `cli/src/commands/up.rs`, which calls [`write_minik_context`] once the cluster is ready.
 
@@ -33,11 +36,54 @@ pub fn default_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".kube").join("config"))
 }
 
+/// The bodies of the `minik` cluster and user entries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entries {
+    /// `{server, certificate-authority-data}`.
+    pub cluster: Value,
+    /// `{client-certificate-data, client-key-data}`, or `{}`.
+    pub user: Value,
+}
+
+impl Entries {
+    /// A plain-http server and no credentials (an insecure cluster).
+    pub fn plain(server: &str) -> Entries {
+        Entries {
+            cluster: json!({ "server": server }),
+            user: json!({}),
+        }
+    }
+
+    /// The current context's cluster and user of a kubeconfig written by the cluster
+    /// (`DATA/kubeconfig`).
+    pub fn from_kubeconfig(path: &Path) -> Result<Entries> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        let config: Value = serde_saphyr::from_str(&text)
+            .map_err(|e| Error::Kubeconfig(format!("parsing {}: {e}", path.display())))?;
+        let current = config["current-context"].as_str().unwrap_or_default();
+        let find = |list: &str, name: &str, field: &str| {
+            config[list]
+                .as_array()
+                .and_then(|l| l.iter().find(|e| e["name"] == name))
+                .map(|e| e[field].clone())
+        };
+        let missing = || Error::Kubeconfig(format!("{}: no current context", path.display()));
+        let context = find("contexts", current, "context").ok_or_else(missing)?;
+        let cluster = context["cluster"].as_str().unwrap_or_default();
+        let user = context["user"].as_str().unwrap_or_default();
+        Ok(Entries {
+            cluster: find("clusters", cluster, "cluster").ok_or_else(missing)?,
+            user: find("users", user, "user").unwrap_or_else(|| json!({})),
+        })
+    }
+}
+
 /// Adds (or replaces) the `minik` cluster, user and context in `config` and makes it the current
 /// context. Any other entry, and any field minik does not know, is kept as it was.
 ///
 /// This is a pure function so that the merge rules are unit-tested without touching a file.
-pub fn merge(config: Option<Value>, server: &str) -> Value {
+pub fn merge(config: Option<Value>, entries: &Entries) -> Value {
     let mut config = match config {
         Some(Value::Object(map)) => map,
         // An empty file parses as null; anything else that is not a mapping is not a kubeconfig
@@ -46,19 +92,14 @@ pub fn merge(config: Option<Value>, server: &str) -> Value {
     };
     config.entry("apiVersion").or_insert_with(|| json!("v1"));
     config.entry("kind").or_insert_with(|| json!("Config"));
-    upsert_named(
-        &mut config,
-        "clusters",
-        "cluster",
-        json!({ "server": server }),
-    );
+    upsert_named(&mut config, "clusters", "cluster", entries.cluster.clone());
     upsert_named(
         &mut config,
         "contexts",
         "context",
         json!({ "cluster": CONTEXT_NAME, "user": CONTEXT_NAME, "namespace": "default" }),
     );
-    upsert_named(&mut config, "users", "user", json!({}));
+    upsert_named(&mut config, "users", "user", entries.user.clone());
     config.insert("current-context".into(), json!(CONTEXT_NAME));
     Value::Object(config)
 }
@@ -84,9 +125,9 @@ fn upsert_named(config: &mut Map<String, Value>, list: &str, field: &str, body: 
     }
 }
 
-/// Reads the kubeconfig at `path` (a missing file counts as empty), merges the `minik` context
-/// pointing at `server` into it and writes it back with mode 0600.
-pub fn write_minik_context(path: &Path, server: &str) -> Result<()> {
+/// Reads the kubeconfig at `path` (a missing file counts as empty), merges the `minik` entries
+/// into it and writes it back with mode 0600.
+pub fn write_minik_context(path: &Path, entries: &Entries) -> Result<()> {
     let existing = match std::fs::read_to_string(path) {
         Ok(text) if text.trim().is_empty() => None,
         Ok(text) => {
@@ -109,7 +150,7 @@ pub fn write_minik_context(path: &Path, server: &str) -> Result<()> {
             ))
         }
     };
-    let merged = merge(existing, server);
+    let merged = merge(existing, entries);
     let text = serde_saphyr::to_string(&merged)
         .map_err(|e| Error::Kubeconfig(format!("serializing kubeconfig: {e}")))?;
     if let Some(dir) = path.parent() {
@@ -144,7 +185,7 @@ mod tests {
     /// An empty or missing kubeconfig becomes a complete one whose current context is minik.
     #[test]
     fn merge_into_nothing_creates_a_complete_config() {
-        let merged = merge(None, "http://127.0.0.1:6443");
+        let merged = merge(None, &Entries::plain("http://127.0.0.1:6443"));
         assert_eq!(merged["apiVersion"], "v1");
         assert_eq!(merged["kind"], "Config");
         assert_eq!(merged["current-context"], "minik");
@@ -169,7 +210,7 @@ mod tests {
             "current-context": "kind-kind",
             "preferences": {"colors": true},
         });
-        let merged = merge(Some(existing.clone()), "http://127.0.0.1:6443");
+        let merged = merge(Some(existing.clone()), &Entries::plain("http://127.0.0.1:6443"));
         assert_eq!(merged["clusters"][0], existing["clusters"][0]);
         assert_eq!(merged["contexts"][0], existing["contexts"][0]);
         assert_eq!(merged["users"][0], existing["users"][0]);
@@ -181,8 +222,8 @@ mod tests {
     /// Running `minik up` twice replaces the minik entries instead of duplicating them.
     #[test]
     fn merge_replaces_an_existing_minik_entry() {
-        let once = merge(None, "http://127.0.0.1:6443");
-        let twice = merge(Some(once), "http://127.0.0.1:7000");
+        let once = merge(None, &Entries::plain("http://127.0.0.1:6443"));
+        let twice = merge(Some(once), &Entries::plain("http://127.0.0.1:7000"));
         assert_eq!(twice["clusters"].as_array().unwrap().len(), 1);
         assert_eq!(twice["contexts"].as_array().unwrap().len(), 1);
         assert_eq!(twice["users"].as_array().unwrap().len(), 1);
@@ -192,12 +233,28 @@ mod tests {
         );
     }
 
+    /// The entries of a cluster's own kubeconfig carry its CA and the admin's certificate.
+    #[test]
+    fn entries_come_from_the_clusters_kubeconfig() {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = crate::pki::Pki::ensure(dir.path(), &[]).unwrap();
+        let path = dir.path().join("kubeconfig");
+        pki.write_kubeconfig(&crate::pki::Identity::admin(), "https://127.0.0.1:6443", &path)
+            .unwrap();
+        let entries = Entries::from_kubeconfig(&path).unwrap();
+        assert_eq!(entries.cluster["server"], "https://127.0.0.1:6443");
+        assert!(entries.cluster["certificate-authority-data"].is_string());
+        assert!(entries.user["client-key-data"].is_string());
+        let merged = merge(None, &entries);
+        assert_eq!(merged["users"][0]["user"], entries.user);
+    }
+
     /// A kubeconfig with `clusters:` left empty (null in YAML) still gets the minik entry.
     #[test]
     fn merge_treats_null_lists_as_empty() {
         let merged = merge(
             Some(json!({"clusters": null, "users": null})),
-            "http://127.0.0.1:6443",
+            &Entries::plain("http://127.0.0.1:6443"),
         );
         assert_eq!(merged["clusters"].as_array().unwrap().len(), 1);
         assert_eq!(merged["users"].as_array().unwrap().len(), 1);
@@ -215,7 +272,7 @@ mod tests {
             "apiVersion: v1\nkind: Config\nclusters:\n- name: other\n  cluster:\n    server: https://10.0.0.1\ncurrent-context: other\n",
         )
         .unwrap();
-        write_minik_context(&path, "http://127.0.0.1:6443").unwrap();
+        write_minik_context(&path, &Entries::plain("http://127.0.0.1:6443")).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let text = std::fs::read_to_string(&path).unwrap();

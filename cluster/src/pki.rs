@@ -103,10 +103,28 @@ impl Identity {
         )
     }
 
+    /// The apiserver as a client of the kubelets (log proxy): kubeadm's
+    /// `apiserver-kubelet-client.crt`, CN `kube-apiserver-kubelet-client`, in `system:masters`
+    /// as kubeadm made it until 1.29, so every kubelet's authorization check lets it through.
+    pub fn apiserver_kubelet_client() -> Identity {
+        Identity::new(
+            "apiserver-kubelet",
+            "kube-apiserver-kubelet-client",
+            &[MASTERS_GROUP],
+        )
+    }
+
+    /// Any user in any groups (tests and `minik` users that want a narrower identity than the
+    /// admin). `name` is the file stem.
+    pub fn user(name: &str, user: &str, groups: &[&str]) -> Identity {
+        Identity::new(name, user, groups)
+    }
+
     /// Every control-plane identity (nodes come on top, one per kubelet).
     pub fn control_plane() -> Vec<Identity> {
         vec![
             Identity::admin(),
+            Identity::apiserver_kubelet_client(),
             Identity::scheduler(),
             Identity::controller_manager(),
             Identity::endpoint_controller(),
@@ -201,6 +219,22 @@ impl Pki {
     /// The client certificate of `identity`, as created by [`Pki::ensure`].
     pub fn client(&self, identity: &Identity) -> Result<CertAndKey> {
         self.read(&format!("{}-client", identity.name))
+    }
+
+    /// Signs a client certificate for `identity` with this cluster's CA when it does not exist
+    /// yet (`DATA/pki/NAME-client.crt`), and returns it.
+    pub fn issue_client(&self, identity: &Identity) -> Result<CertAndKey> {
+        let ca = self.read("ca")?;
+        let issuer = Issuer::new(
+            ca_params()?,
+            KeyPair::from_pem(&ca.key_pem).map_err(pki_error)?,
+        );
+        self.ensure_leaf(
+            &format!("{}-client", identity.name),
+            || client_params(identity),
+            &issuer,
+        )?;
+        self.client(identity)
     }
 
     /// Writes a kubeconfig for `identity` talking to `server` (`https://127.0.0.1:6443`) at `path`,

@@ -4,12 +4,14 @@
 //! (`cmd/kubeadm/app/phases/`): the apiserver gets `--tls-cert-file`, `--tls-private-key-file`
 //! and `--client-ca-file`; the scheduler, the controller manager, each kubelet and the proxy get a
 //! kubeconfig holding their own client certificate (docs/security.md#x9); the admin's is
-//! `DATA/kubeconfig` (mode 0600, like `/etc/kubernetes/admin.conf`). The data directory is made
-//! 0700.
+//! `DATA/kubeconfig` (mode 0600, like `/etc/kubernetes/admin.conf`). Each kubelet serves its log
+//! endpoint over TLS with its own serving certificate (`--tls-cert-file`, `--client-ca-file`),
+//! and the apiserver reaches it with its `kube-apiserver-kubelet-client` certificate
+//! (`--kubelet-client-certificate`, `--kubelet-certificate-authority`), as kubeadm wires them.
 //!
-//! Everything here does nothing unless [`ClusterConfig::secure`] is set, so the plain-http
-//! launcher is unchanged. What minik simplifies: the endpoint controller runs as the service
-//! account upstream's controller manager would use for it; no kubelet serving TLS yet.
+//! This is the default; [`ClusterConfig::secure`] off (`minik up --insecure`) serves plain http
+//! with no users, for teaching. What minik simplifies: the endpoint controller runs as the service
+//! account upstream's controller manager would use for it.
 //!
 //! Read next: `pki.rs`.
 
@@ -58,19 +60,42 @@ pub(crate) fn args(config: &ClusterConfig, component: Component, node: u8) -> Ve
     }
     let path = |p: PathBuf| p.display().to_string();
     let pki_dir = config.data_dir.join("pki");
+    let pki = |name: &str| path(pki_dir.join(name));
+    let kubelet_client = Identity::apiserver_kubelet_client().name;
     match identity(component, node) {
         None => vec![
             "--tls-cert-file".into(),
-            path(pki_dir.join("apiserver.crt")),
+            pki("apiserver.crt"),
             "--tls-private-key-file".into(),
-            path(pki_dir.join("apiserver.key")),
+            pki("apiserver.key"),
             "--client-ca-file".into(),
-            path(pki_dir.join("ca.crt")),
+            pki("ca.crt"),
+            "--kubelet-client-certificate".into(),
+            pki(&format!("{kubelet_client}-client.crt")),
+            "--kubelet-client-key".into(),
+            pki(&format!("{kubelet_client}-client.key")),
+            "--kubelet-certificate-authority".into(),
+            pki("ca.crt"),
         ],
-        Some(identity) => vec![
-            "--kubeconfig".into(),
-            path(component_kubeconfig(&config.data_dir, &identity)),
-        ],
+        Some(identity) => {
+            let mut args = vec![
+                "--kubeconfig".into(),
+                path(component_kubeconfig(&config.data_dir, &identity)),
+            ];
+            if component == Component::Kubelet {
+                // The log server's serving certificate, and the CA its callers' certificates
+                // must chain to (upstream's `--tls-cert-file` and `--client-ca-file`).
+                args.extend([
+                    "--tls-cert-file".into(),
+                    pki(&format!("kubelet-node-{node}.crt")),
+                    "--tls-private-key-file".into(),
+                    pki(&format!("kubelet-node-{node}.key")),
+                    "--client-ca-file".into(),
+                    pki("ca.crt"),
+                ]);
+            }
+            args
+        }
     }
 }
 
@@ -117,7 +142,7 @@ pub(crate) fn ca_pem(config: &ClusterConfig) -> Result<Option<Vec<u8>>> {
 }
 
 impl Cluster {
-    /// A client for this cluster: the admin's kubeconfig when secure, plain http otherwise.
+    /// A client for this cluster: the admin's kubeconfig, or plain http for an insecure cluster.
     pub fn client(&self) -> Result<Client> {
         let kubeconfig = self.config.secure.then(|| admin_kubeconfig(&self.data_dir));
         Ok(Client::connect(&self.server_url, kubeconfig.as_deref())?)

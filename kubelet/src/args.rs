@@ -30,6 +30,16 @@ pub struct Args {
     /// Address of the container logs server (loopback; port 0 picks one).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,
+    /// Serve the logs server over HTTPS with this certificate (PEM), authorizing every request
+    /// with a SubjectAccessReview; needs --tls-private-key-file and --client-ca-file.
+    #[arg(long, requires_all = ["tls_private_key_file", "client_ca_file"])]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The serving certificate's key (PEM).
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// The CA callers' client certificates must chain to.
+    #[arg(long, requires = "tls_cert_file")]
+    pub client_ca_file: Option<PathBuf>,
     /// The `minik` binary that runs `shim` and built-in images (default: this executable).
     #[arg(long)]
     pub minik_binary: Option<PathBuf>,
@@ -76,6 +86,16 @@ impl Args {
             root_dir: self.root_dir,
             pod_cidr: self.pod_cidr,
             listen: self.listen,
+            tls: match (self.tls_cert_file, self.tls_private_key_file, self.client_ca_file) {
+                (Some(cert_file), Some(key_file), Some(client_ca_file)) => {
+                    Some(crate::server::TlsFiles {
+                        cert_file,
+                        key_file,
+                        client_ca_file,
+                    })
+                }
+                _ => None,
+            },
             minik_binary: self
                 .minik_binary
                 .or_else(|| std::env::current_exe().ok())

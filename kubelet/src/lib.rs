@@ -133,6 +133,8 @@ pub struct Config {
     pub pod_cidr: String,
     /// The logs server's address (loopback only; port 0 picks one).
     pub listen: SocketAddr,
+    /// Serve it over HTTPS, authorizing every request through the apiserver.
+    pub tls: Option<server::TlsFiles>,
     /// The `minik` binary: runs `shim` and the built-in images.
     pub minik_binary: PathBuf,
     /// Capacity and allocatable.
@@ -168,19 +170,22 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
 
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let port = listener.local_addr()?.port();
-    let router = server::router(server::ServerState {
+    let state = server::ServerState {
         runtime: runtime.clone(),
         shutdown: shutdown.clone(),
-    });
-    let serve_shutdown = shutdown.clone();
+        authorization: config.tls.is_some().then(|| server::Webhook {
+            client: client.clone(),
+            node_name: config.node_name.clone(),
+        }),
+    };
+    let tls = config.tls.clone();
+    let https = tls.is_some();
     tracker.spawn(async move {
-        let serve =
-            axum::serve(listener, router).with_graceful_shutdown(serve_shutdown.cancelled_owned());
-        if let Err(error) = serve.await {
+        if let Err(error) = server::serve(listener, state, tls).await {
             warn!(%error, "logs server failed");
         }
     });
-    info!(node = %config.node_name, port, "serving container logs");
+    info!(node = %config.node_name, port, https, "serving container logs");
 
     let (reporter, event_writer) =
         reporter::ApiReporter::new(client.clone(), &config.node_name, shutdown.clone());

@@ -5,9 +5,13 @@
 //! the CRI log format (`RFC3339Nano STREAM F|P CONTENT`), joins partial lines, honours
 //! `tailLines`, `timestamps`, `previous` and `follow`.
 //!
-//! minik simplifies: plain HTTP on 127.0.0.1 (no TLS, no authn/authz), no `sinceTime`/
-//! `limitBytes`. `follow` is a small tail loop that re-reads the file every 100 ms (instead of
-//! inotify) and ends once the container has exited and the file is drained.
+//! With `--tls-cert-file` (a secure cluster, the default) it serves HTTPS only, and every
+//! request is authenticated by its client certificate and authorized by the apiserver
+//! (`server_auth.rs`, upstream's webhook mode); without, plain HTTP on 127.0.0.1 for everyone.
+//!
+//! minik simplifies: no `sinceTime`/`limitBytes`. `follow` is a small tail loop that re-reads the
+//! file every 100 ms (instead of inotify) and ends once the container has exited and the file is
+//! drained.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +29,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cri::{ContainerState, ContainerStatus, Runtime};
 
+#[path = "server_auth.rs"]
+pub mod auth;
+
+pub use auth::{TlsFiles, Webhook};
+
 /// How often `follow` looks for new lines.
 const FOLLOW_POLL: Duration = Duration::from_millis(100);
 
@@ -35,6 +44,8 @@ pub struct ServerState {
     pub runtime: Arc<dyn Runtime>,
     /// Ends `follow` streams when the kubelet stops.
     pub shutdown: CancellationToken,
+    /// Authorize every request through the apiserver (`None`: everyone may, plain http).
+    pub authorization: Option<Webhook>,
 }
 
 /// The query of `/containerLogs`, named as the apiserver forwards it.
@@ -59,7 +70,8 @@ fn flag(value: &Option<String>) -> bool {
     matches!(value.as_deref(), Some("true" | "1" | ""))
 }
 
-/// The router: `/containerLogs/{ns}/{pod}/{container}` and `/healthz`.
+/// The router: `/containerLogs/{ns}/{pod}/{container}` and `/healthz`, behind the
+/// authorization filter when the state has one.
 pub fn router(state: ServerState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -67,7 +79,33 @@ pub fn router(state: ServerState) -> Router {
             "/containerLogs/{namespace}/{pod}/{container}",
             get(container_logs),
         )
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::authorize,
+        ))
         .with_state(state)
+}
+
+/// Serves the router on `listener` until the state's shutdown: HTTPS with `tls`, else plain.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: ServerState,
+    tls: Option<TlsFiles>,
+) -> std::io::Result<()> {
+    let shutdown = state.shutdown.clone();
+    let app = router(state);
+    match tls {
+        Some(files) => {
+            let acceptor = auth::acceptor(&files)?;
+            auth::serve_tls(listener, app, acceptor, shutdown).await;
+            Ok(())
+        }
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown.cancelled_owned())
+                .await
+        }
+    }
 }
 
 async fn container_logs(

@@ -1,6 +1,6 @@
 //! kube-rs 5 (`kube` with its own client and `kube::runtime::watcher`), unmodified, against minik.
 //!
-//! The client is built from the same plain-http kubeconfig kubectl reads. The watcher is run in
+//! The client is built from the kubeconfig the cluster wrote, the same file kubectl reads. The watcher is run in
 //! both of its modes: the default list-then-watch, and `streaming_lists()` (a watch with
 //! `sendInitialEvents=true` that only reports `InitDone` after the server's bookmark annotated
 //! `k8s.io/initial-events-end`, docs/real-clients.md#kube-rs).
@@ -17,8 +17,9 @@ use serde_json::json;
 
 use crate::support::{cluster, stop_clean, Kubectl, RUNNING};
 
-async fn kube_client(server: &str) -> (Client, Kubectl) {
-    let files = Kubectl::new("kubectl".into(), server);
+/// A kube-rs client from the cluster's written kubeconfig alone (CA, admin certificate).
+async fn kube_client(cluster: &minik_tests::Cluster) -> (Client, Kubectl) {
+    let files = Kubectl::new("kubectl".into(), cluster);
     let kubeconfig = Kubeconfig::read_from(files.kubeconfig()).expect("read kubeconfig");
     let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
@@ -46,7 +47,7 @@ fn phase(pod: &Pod) -> &str {
 #[tokio::test]
 async fn kube_rs_api_creates_gets_lists_and_deletes_a_pod() {
     let cluster = cluster().await;
-    let (client, _files) = kube_client(cluster.server_url()).await;
+    let (client, _files) = kube_client(&cluster).await;
     let pods: Api<Pod> = Api::namespaced(client, "default");
 
     let created = pods
@@ -164,7 +165,7 @@ async fn follow_a_pod(pods: &Api<Pod>, config: watcher::Config, name: &str, app:
 #[tokio::test]
 async fn kube_rs_watcher_follows_a_pod_to_running_and_deletion_in_both_modes() {
     let cluster = cluster().await;
-    let (client, _files) = kube_client(cluster.server_url()).await;
+    let (client, _files) = kube_client(&cluster).await;
     let pods: Api<Pod> = Api::namespaced(client, "default");
     let run = async {
         follow_a_pod(&pods, watcher::Config::default(), "rs-listed", "rs-listed").await;

@@ -20,7 +20,7 @@ async fn kubectl_apply_creates_configures_leaves_unchanged_and_validates_strictl
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     // securityContext is stored but not acted on: the server says so in a Warning header.
     let security = "  securityContext: {runAsUser: 1000}\n";
     let manifest = kubectl.manifest("pod.yaml", &pod_yaml("web", "app: web", security));
@@ -139,7 +139,7 @@ async fn kubectl_server_side_apply_upserts_and_removes_fields_dropped_from_the_m
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     let manifest = kubectl.manifest("pod.yaml", &pod_yaml("web2", "app: web, tier: front", ""));
     let file = manifest.to_str().unwrap();
     let apply = ["apply", "--server-side", "-f", file];
@@ -234,7 +234,7 @@ async fn kubectl_create_namespace_and_service_send_protobuf_the_server_decodes()
         .start()
         .await
         .expect("start cluster");
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     // kubectl's typed clients POST these with Content-Type: application/vnd.kubernetes.protobuf.
     assert_eq!(
         kubectl.ok(&["create", "namespace", "team-a"]).await.trim(),

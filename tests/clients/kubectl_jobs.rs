@@ -15,7 +15,7 @@ async fn kubectl_creates_waits_for_and_gets_a_job() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     let args = [
         "create",
         "job",

@@ -20,7 +20,7 @@ async fn kubectl_get_prints_the_server_tables_plain_wide_and_yaml() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     kubectl.apply_web_and_service("app: web").await;
     let live = running(&cluster, "web").await;
     let ip = pod::ip(&live).expect("pod IP").to_string();
@@ -193,7 +193,7 @@ async fn kubectl_get_watch_streams_rows_until_the_pod_runs() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     // Discovery first, so the watch starts before the pod exists.
     kubectl.ok(&["get", "pods"]).await;
     let mut child = kubectl
@@ -242,7 +242,7 @@ async fn kubectl_wait_watches_until_the_pod_is_ready() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     // The first readiness probe runs 5 s after the start: Ready comes well after kubectl asks.
     let probe = "    readinessProbe: {httpGet: {path: /healthz, port: 8080}, initialDelaySeconds: 5, periodSeconds: 1}\n";
     let manifest = kubectl.manifest("late.yaml", &(pod_yaml("late", "app: late", "") + probe));
@@ -280,7 +280,7 @@ async fn kubectl_delete_waits_for_graceful_deletion_unless_told_not_to() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     // The web image ignores SIGTERM here, so each pod stays Terminating for its whole grace period.
     let ignoring = "  containers:\n  - name: web\n    image: nginx\n    env: [{name: MINIK_ON_SIGTERM, value: ignore}]\n";
     for name in ["slow", "quick"] {
@@ -329,7 +329,7 @@ async fn kubectl_logs_prints_tails_and_follows_until_the_container_ends() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     let yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: logger}\nspec:\n  restartPolicy: Never\n  containers:\n  \
                 - name: main\n    image: busybox\n    command: [sh, -c, 'echo one; echo two; sleep 2; echo three']\n";
     let file = kubectl.manifest("logger.yaml", yaml);
@@ -358,7 +358,7 @@ async fn kubectl_get_services_endpoints_and_delete_with_grace_period_as_the_seed
         .start()
         .await
         .expect("start cluster");
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     let manifest = kubectl.manifest(
         "web.yaml",
         &format!("{}---\n{SERVICE_YAML}", pod_yaml("web", "app: web", "")),

@@ -40,7 +40,7 @@ async fn kubectl_creates_gets_describes_and_scales_a_deployment() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     let args = [
         "create",
         "deployment",
@@ -108,7 +108,7 @@ async fn kubectl_rolls_out_undoes_pauses_and_restarts() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     let args = [
         "create",
         "deployment",
@@ -200,7 +200,7 @@ async fn kubectl_exposes_applies_and_deletes_with_each_cascade() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     let manifest = kubectl.manifest("deploy.yaml", &deployment_yaml("api", 2));
     let path = manifest.to_str().unwrap();
     kubectl.ok(&["apply", "-f", path]).await;

@@ -1,5 +1,5 @@
 //! Real clients against minik: unmodified kubectl 1.32, the Python `kubernetes` client 37.0.2 and
-//! kube-rs 5, each driving a test cluster over the plain-http kubeconfig `minik up` writes (and,
+//! kube-rs 5, each driving a secure test cluster over nothing but the kubeconfig it writes (and,
 //! in `minik_up.rs`, over the very file a real `minik up` merged its context into).
 //!
 //! Kubernetes counterpart: the conformance idea of `test/e2e/kubectl/kubectl.go` (kubectl's own

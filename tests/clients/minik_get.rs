@@ -56,7 +56,7 @@ async fn minik_get_prints_what_kubectl_get_prints() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     kubectl.apply_web_and_service("app: web, tier: front").await;
     running(&cluster, "web").await;
 
@@ -73,7 +73,7 @@ async fn minik_get_prints_what_kubectl_get_prints() {
         let expected = kubectl.ok(args).await;
         let output = tokio::process::Command::new(cluster.minik_binary())
             .args(args)
-            .args(["--server", cluster.server_url()])
+            .env("KUBECONFIG", kubectl.kubeconfig())
             .stdin(Stdio::null())
             .output()
             .await

@@ -23,7 +23,7 @@ async fn python_client_creates_watches_patches_and_deletes_a_pod() {
         .await
         .expect("start cluster");
     // Only the kubeconfig is used: the same file kubectl reads.
-    let config = Kubectl::new("kubectl".into(), cluster.server_url());
+    let config = Kubectl::new("kubectl".into(), &cluster);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/python/lifecycle.py");
     let run = tokio::process::Command::new(&python)
         .arg(script)

@@ -73,10 +73,11 @@ fn skip<T>(why: &str) -> Option<T> {
     None
 }
 
-/// kubectl pointed at one cluster through its own kubeconfig and cache directory.
+/// kubectl pointed at one cluster through a kubeconfig, with its own cache directory.
 pub struct Kubectl {
     binary: PathBuf,
     dir: TempDir,
+    kubeconfig: PathBuf,
 }
 
 /// What one kubectl run printed.
@@ -114,26 +115,26 @@ impl Kubectl {
             .prefix("minik-kubectl-")
             .tempdir()
             .expect("temp dir");
-        Kubectl { binary, dir }
+        let kubeconfig = dir.path().join("config");
+        Kubectl {
+            binary,
+            dir,
+            kubeconfig,
+        }
     }
 
-    /// Writes a kubeconfig for `server` (the plain-http one of docs/real-clients.md#kubeconfig).
-    pub fn new(binary: PathBuf, server: &str) -> Self {
-        let Kubectl { binary, dir } = Kubectl::without_config(binary);
-        let config = format!(
-            "apiVersion: v1\nkind: Config\n\
-             clusters: [{{name: minik, cluster: {{server: \"{server}\"}}}}]\n\
-             contexts: [{{name: minik, context: {{cluster: minik, user: minik, namespace: default}}}}]\n\
-             users: [{{name: minik, user: {{}}}}]\n\
-             current-context: minik\n"
-        );
-        std::fs::write(dir.path().join("config"), config).expect("write kubeconfig");
-        Kubectl { binary, dir }
+    /// kubectl with the kubeconfig the cluster wrote (`DATA/kubeconfig`: its CA and the admin's
+    /// client certificate) and nothing else, as docs/real-clients.md#kubeconfig says.
+    pub fn new(binary: PathBuf, cluster: &Cluster) -> Self {
+        Kubectl {
+            kubeconfig: cluster.kubeconfig(),
+            ..Kubectl::without_config(binary)
+        }
     }
 
     /// The kubeconfig path (also used by the Python client).
     pub fn kubeconfig(&self) -> PathBuf {
-        self.dir.path().join("config")
+        self.kubeconfig.clone()
     }
 
     /// Writes a manifest into the temp dir and returns its path.

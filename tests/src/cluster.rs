@@ -60,9 +60,24 @@ impl Cluster {
         self.client.clone()
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `https://127.0.0.1:PORT` (`http://` for an insecure cluster).
     pub fn server_url(&self) -> &str {
         &self.inner().server_url
+    }
+
+    /// The admin kubeconfig the cluster wrote (`DATA/kubeconfig`, mode 0600): the CA, the
+    /// server and a `system:masters` client certificate. Panics for an insecure cluster.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.inner()
+            .kubeconfig()
+            .expect("a secure cluster writes DATA/kubeconfig")
+    }
+
+    /// The cluster's PKI (`DATA/pki`), to issue more client certificates.
+    pub fn pki(&self) -> minik_cluster::pki::Pki {
+        minik_cluster::pki::Pki {
+            dir: self.dir.path().join("pki"),
+        }
     }
 
     /// Pods of the `default` namespace.

@@ -44,13 +44,14 @@ pub struct Up {
 }
 
 impl Up {
-    /// Starts `minik up --nodes N --no-kubeconfig` on a free port and waits until it is ready.
+    /// Starts `minik up --nodes N` on a free port and waits until it is ready. `KUBECONFIG`
+    /// points at a file that must stay untouched (merging is only on request).
     pub async fn start(nodes: u8) -> Up {
         Up::launch(nodes, None).await
     }
 
-    /// Starts `minik up --nodes N` with `KUBECONFIG=kubeconfig`, so that it merges its `minik`
-    /// context into that file as it would into a user's `~/.kube/config`.
+    /// Starts `minik up --nodes N --merge-kubeconfig` with `KUBECONFIG=kubeconfig`, so that it
+    /// merges its `minik` context into that file as it would into a user's `~/.kube/config`.
     pub async fn start_with_kubeconfig(nodes: u8, kubeconfig: &Path) -> Up {
         Up::launch(nodes, Some(kubeconfig.to_path_buf())).await
     }
@@ -78,8 +79,8 @@ impl Up {
             "200ms",
         ]);
         match &kubeconfig {
-            Some(path) => command.env("KUBECONFIG", path),
-            None => command.arg("--no-kubeconfig"),
+            Some(path) => command.env("KUBECONFIG", path).arg("--merge-kubeconfig"),
+            None => command.env("KUBECONFIG", data.path().join("untouched-kubeconfig")),
         };
         let mut child = command
             .stdout(Stdio::piped())
@@ -122,9 +123,14 @@ impl Up {
         self.data.path().display().to_string()
     }
 
-    /// minik's own client for this cluster's API server.
+    /// The admin kubeconfig `up` wrote: `DATA/kubeconfig`.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.data.path().join("kubeconfig")
+    }
+
+    /// minik's own client for this cluster's API server, from the written kubeconfig alone.
     pub fn client(&self) -> minik_client::Client {
-        minik_client::Client::new(&format!("http://{}", self.listen)).unwrap()
+        minik_client::Client::from_kubeconfig(&self.kubeconfig()).expect("admin kubeconfig")
     }
 
     /// The pods of the `default` namespace, through minik's own client.

@@ -389,6 +389,19 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
             ],
         ),
         role("system:node", node_rules()),
+        // Upstream's role for servers that delegate authentication and authorization to the
+        // apiserver (a kubelet's webhook authz posts SubjectAccessReviews).
+        role(
+            "system:auth-delegator",
+            vec![
+                rule(&["create"], &["authentication.k8s.io"], &["tokenreviews"]),
+                rule(
+                    &["create"],
+                    &["authorization.k8s.io"],
+                    &["subjectaccessreviews"],
+                ),
+            ],
+        ),
         role("system:node-proxier", proxier_rules()),
         role("system:kube-scheduler", scheduler_rules()),
         role("system:kube-controller-manager", controller_manager_rules()),
@@ -507,6 +520,13 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
             ],
         ),
     ];
+    // Upstream's Node authorizer grants kubelets the `system:node` rules, among them creating
+    // SubjectAccessReviews for their webhook authorization; minik's leaves that to RBAC, so the
+    // nodes are bound to the one role holding just that.
+    bindings.push(binding(
+        "system:auth-delegator",
+        vec![subject("Group", "system:nodes")],
+    ));
     // minik's controller manager runs its controllers with its own credential (upstream's
     // `--use-service-account-credentials=false`), which must then hold their roles.
     for controller in [

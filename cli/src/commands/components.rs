@@ -1,4 +1,4 @@
-//! `minik apiserver|scheduler|kubelet|endpoint-controller|controller-manager|proxy …`: each component in the one binary.
+//! `minik apiserver|scheduler|kubelet|endpoint-controller|controller-manager|kube-proxy …`: each component in the one binary.
 //!
 //! Kubernetes counterpart: the separate `kube-apiserver`, `kube-scheduler`, `kubelet`,
 //! `kube-controller-manager` and `kube-proxy` binaries (`cmd/*/`); k3s folds them into one binary
@@ -47,7 +47,7 @@ pub async fn controller_manager(args: minik_controller_manager::Args) -> anyhow:
     Ok(minik_controller_manager::run(args.into_config(), shutdown).await?)
 }
 
-/// `minik proxy`.
+/// `minik kube-proxy`.
 pub async fn proxy(args: minik_proxy::Args) -> anyhow::Result<()> {
     let shutdown = start("proxy");
     Ok(minik_proxy::run(args.into_config(), shutdown).await?)

@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use minik_lab::demo::DemoOptions;
 
+use super::resources::GlobalFlags;
+use crate::config::resolve;
+
 /// `minik demo [create|race|hooks]`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DemoArgs {
@@ -71,11 +74,20 @@ impl From<Part> for minik_lab::demo::Part {
     }
 }
 
-/// Runs the demo.
-pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
+/// Runs the demo. With `--server`, the credentials come from the kubeconfig `minik get` would
+/// use (`--kubeconfig`, `$KUBECONFIG`, the running cluster's `DATA/kubeconfig`).
+pub async fn demo(args: DemoArgs, flags: &GlobalFlags) -> anyhow::Result<()> {
+    let kubeconfig = match &args.server {
+        Some(server) => {
+            let context = flags.context.as_deref();
+            resolve(Some(server), flags.kubeconfig.as_deref(), context)?.kubeconfig
+        }
+        None => None,
+    };
     let options = DemoOptions {
         part: args.part.map(Into::into),
         server: args.server,
+        kubeconfig,
         json: args.output == "json",
         quick: args.quick,
         report: args.report,

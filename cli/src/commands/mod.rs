@@ -1,8 +1,8 @@
 //! The `minik` command line: one subcommand per verb, one file per subcommand.
 //!
 //! Kubernetes counterpart: kubectl's command tree (`staging/src/k8s.io/kubectl/pkg/cmd/cmd.go`) for
-//! `apply`, `get`, `delete`, `describe`, `logs`, `scale`, `rollout`, and the component binaries (`cmd/kube-*`) for
-//! `apiserver`, `scheduler`, `kubelet`, `endpoint-controller`, `proxy`. `up`, `down`, `status` run a
+//! `apply`, `get`, `delete`, `describe`, `logs`, `scale`, `rollout`, `proxy`, and the component binaries (`cmd/kube-*`) for
+//! `apiserver`, `scheduler`, `kubelet`, `endpoint-controller`, `kube-proxy`. `up`, `down`, `status` run a
 //! whole cluster on the laptop (like `kind`, through `minik-cluster`), `demo` replays the seeds'
 //! experiments and `bench` measures minik (both in `minik-lab`; here only their flags).
 
@@ -16,6 +16,7 @@ pub mod down;
 pub mod get;
 mod get_watch;
 pub mod logs;
+pub mod proxy;
 pub mod resources;
 pub mod rollout;
 pub mod scale;
@@ -56,6 +57,8 @@ pub enum Command {
     Rollout(rollout::RolloutArgs),
     /// Print the client and server versions.
     Version(version::VersionArgs),
+    /// Serve the API as plain HTTP on 127.0.0.1:8001 with your own credentials (kubectl proxy).
+    Proxy(proxy::ProxyArgs),
     /// Start a whole cluster (apiserver, scheduler, kubelets, endpoint-controller, proxy).
     Up(up::UpArgs),
     /// Stop a cluster started by `minik up`.
@@ -76,8 +79,8 @@ pub enum Command {
     EndpointController(minik_endpoint_controller::Args),
     /// Run the controller manager (ReplicaSets, Deployments, garbage collection).
     ControllerManager(minik_controller_manager::Args),
-    /// Run the service proxy.
-    Proxy(minik_proxy::Args),
+    /// Run the service proxy (kube-proxy).
+    KubeProxy(minik_proxy::Args),
 }
 
 /// Runs the parsed command.
@@ -92,16 +95,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Scale(args) => scale::scale(args, flags).await,
         Command::Rollout(args) => rollout::rollout(args, flags).await,
         Command::Version(args) => version::version(args, flags).await,
+        Command::Proxy(args) => proxy::proxy(args, flags).await,
         Command::Up(args) => up::up(args).await,
         Command::Down(args) => down::down(args).await,
         Command::Status(args) => status::status(args).await,
-        Command::Demo(args) => demo::demo(args).await,
+        Command::Demo(args) => demo::demo(args, flags).await,
         Command::Bench(args) => bench::bench(args).await,
         Command::Apiserver(args) => components::apiserver(args).await,
         Command::Scheduler(args) => components::scheduler(args).await,
         Command::Kubelet(args) => components::kubelet(args).await,
         Command::EndpointController(args) => components::endpoint_controller(args).await,
         Command::ControllerManager(args) => components::controller_manager(args).await,
-        Command::Proxy(args) => components::proxy(args).await,
+        Command::KubeProxy(args) => components::proxy(args).await,
     }
 }

@@ -11,18 +11,19 @@ use anyhow::{anyhow, bail};
 use minik_api::resource::{lookup, ResourceInfo};
 use minik_client::Client;
 
-use crate::config::resolve_server;
+use crate::config::resolve;
 
 /// kubectl's global flags: accepted before or after the verb (`minik -n kube-system get pods`,
 /// `minik get pods -n kube-system`), as kubectl's persistent flags on its root command. A verb that
 /// has no use for one (`minik up -n x`) ignores it, as kubectl does.
 #[derive(clap::Args, Clone, Debug, Default, PartialEq)]
 pub struct GlobalFlags {
-    /// The apiserver (else --kubeconfig's context, else $MINIK_SERVER, else the `minik` context of
-    /// $KUBECONFIG or ~/.kube/config, else http://127.0.0.1:6443).
+    /// The apiserver (else $MINIK_SERVER, else the kubeconfig's: --kubeconfig, $KUBECONFIG, the
+    /// running `minik up`'s DATA/kubeconfig, ~/.kube/config; else http://127.0.0.1:6443).
     #[arg(long, short = 's', global = true, value_name = "URL")]
     pub server: Option<String>,
-    /// The kubeconfig file to read the server from (instead of $KUBECONFIG or ~/.kube/config).
+    /// The kubeconfig file to read the server and credentials from (instead of $KUBECONFIG, the
+    /// running cluster's DATA/kubeconfig or ~/.kube/config).
     #[arg(long, global = true, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// The kubeconfig context to use [default: minik].
@@ -48,41 +49,19 @@ impl GlobalFlags {
     /// A client for the resolved server (`config.rs` has the order). An https server is reached
     /// with the CA and credentials of the kubeconfig context that names it, as kubectl does.
     pub fn client(&self) -> anyhow::Result<Client> {
-        let kubeconfig = self.kubeconfig.clone().or_else(|| {
-            let nothing_named = self.server.is_none()
-                && std::env::var_os("MINIK_SERVER").is_none()
-                && std::env::var_os("KUBECONFIG").is_none();
-            nothing_named.then(running_secure_kubeconfig).flatten()
-        });
         let context = self.context.as_deref();
-        let server = resolve_server(self.server.as_deref(), kubeconfig.as_deref(), context)?;
-        if !server.starts_with("https://") {
-            return Ok(Client::new(&server)?);
+        let resolved = resolve(self.server.as_deref(), self.kubeconfig.as_deref(), context)?;
+        if !resolved.server.starts_with("https://") {
+            return Ok(Client::new(&resolved.server)?);
         }
         let context = context.unwrap_or(crate::config::DEFAULT_CONTEXT);
-        let file = kubeconfig.or_else(|| {
-            crate::config::kubeconfig_paths().into_iter().find(|path| {
-                std::fs::read_to_string(path)
-                    .is_ok_and(|text| crate::config::server_of_context(&text, context).is_some())
-            })
-        });
-        let mut config = match file {
-            Some(path) => minik_client::kubeconfig::load_context(&path, Some(context))?,
+        let mut config = match &resolved.kubeconfig {
+            Some(path) => minik_client::kubeconfig::load_context(path, Some(context))?,
             None => minik_client::ClientConfig::default(),
         };
-        config.server = server;
+        config.server = resolved.server;
         Ok(Client::from_config(&config)?)
     }
-}
-
-/// The admin kubeconfig of a secure `minik up` running from the default data directory: what
-/// the CLI uses when no flag or variable names a server.
-fn running_secure_kubeconfig() -> Option<PathBuf> {
-    let data = minik_cluster::default_data_dir();
-    let state = std::fs::read(minik_cluster::state_file(&data)).ok()?;
-    let state: minik_cluster::ClusterState = serde_json::from_slice(&state).ok()?;
-    let path = minik_cluster::secure::admin_kubeconfig(&data);
-    (state.server.starts_with("https://") && path.is_file()).then_some(path)
 }
 
 /// A kind as the user typed it (`po`, `svc`, `Pod`, `pods`, or qualified by its group as

@@ -3,9 +3,13 @@
 //! Kubernetes counterpart: `kind create cluster` (and `kubeadm init` underneath it). Where kind
 //! starts a node container running systemd, the kubelet and static pods, minik starts every
 //! component as a child process of its own binary (`minik_cluster`, `cluster/src/cluster.rs`), shows a kind-style line per
-//! component as it becomes ready, merges a `minik` context into the kubeconfig (`cluster/src/kubeconfig.rs`),
-//! prints how to use the cluster, writes `DATA/minik.pid` and waits for Ctrl-C or SIGTERM (which is
-//! what `minik down` sends).
+//! component as it becomes ready, prints where the admin kubeconfig is (`DATA/kubeconfig`, mode
+//! 0600; a copy with `--kubeconfig-out`, a `minik` context merged into `$KUBECONFIG` or
+//! `~/.kube/config` only with `--merge-kubeconfig`, `cluster/src/kubeconfig.rs`), writes
+//! `DATA/minik.pid` and waits for Ctrl-C or SIGTERM (which is what `minik down` sends).
+//!
+//! The cluster is secure by default: HTTPS only, a certificate per component, RBAC.
+//! `--insecure` serves plain HTTP with no authentication, for teaching, and says so.
 //!
 //! Stopping drains the pods gracefully (preStop hooks and grace periods run), then stops the
 //! components and reaps every leftover process; a second Ctrl-C stops waiting for the pods.
@@ -44,13 +48,17 @@ pub struct UpArgs {
     /// Passed to the kubelets: how often they renew their node status (e.g. `2s`).
     #[arg(long, value_parser = parse_duration)]
     pub heartbeat_interval: Option<String>,
-    /// Do not merge a `minik` context into $KUBECONFIG or ~/.kube/config.
+    /// Also write the admin kubeconfig to this file (mode 0600).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig_out: Option<PathBuf>,
+    /// Merge a `minik` context (with the admin's credentials) into $KUBECONFIG or ~/.kube/config
+    /// and make it current. Never done unasked.
     #[arg(long)]
-    pub no_kubeconfig: bool,
-    /// Serve the API over TLS with client certificates and RBAC; the admin's kubeconfig is
-    /// written to DATA/kubeconfig (mode 0600) and nothing is merged into ~/.kube/config.
+    pub merge_kubeconfig: bool,
+    /// Serve plain HTTP with no authentication or authorization (for teaching only: any local
+    /// user, and any program they run, can then drive the cluster). Default: HTTPS, RBAC.
     #[arg(long)]
-    pub secure: bool,
+    pub insecure: bool,
 }
 
 /// Validates a humantime duration and keeps its text, which is passed on unchanged.
@@ -80,7 +88,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         kubelet_args: Vec::new(),
         progress: true,
         interrupt: signals.first_token(),
-        secure: args.secure,
+        secure: !args.insecure,
         ..ClusterConfig::default()
     };
     let mut cluster = match Cluster::start(options).await {
@@ -94,8 +102,13 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     std::fs::write(&state_path, serde_json::to_vec_pretty(&cluster.state())?)
         .with_context(|| format!("writing {}", state_path.display()))?;
     std::fs::write(pid_file(&data_dir), format!("{}\n", std::process::id()))?;
+    if let (Some(out), Some(admin)) = (&args.kubeconfig_out, cluster.kubeconfig()) {
+        let text = std::fs::read(&admin).with_context(|| format!("reading {}", admin.display()))?;
+        minik_cluster::pki::write_private(out, &text)?;
+        println!(" ✓ Wrote the admin kubeconfig to {} (mode 0600)", out.display());
+    }
     // Credentials are never merged into the user's kubeconfig unasked.
-    let context_set = !args.no_kubeconfig && !args.secure && write_kubeconfig(&cluster.server_url);
+    let context_set = args.merge_kubeconfig && write_kubeconfig(&cluster);
     print_ready(&cluster, args.nodes, context_set);
 
     let first = signals.first_token();
@@ -131,11 +144,15 @@ fn refuse_if_running(data_dir: &Path) -> anyhow::Result<()> {
 
 /// Merges the kubeconfig context and says whether it did; a failure is only a warning since the
 /// cluster itself works.
-fn write_kubeconfig(server: &str) -> bool {
+fn write_kubeconfig(cluster: &Cluster) -> bool {
     let Some(path) = kubeconfig::default_path() else {
         return false;
     };
-    match kubeconfig::write_minik_context(&path, server) {
+    let entries = match cluster.kubeconfig() {
+        Some(admin) => kubeconfig::Entries::from_kubeconfig(&admin),
+        None => Ok(kubeconfig::Entries::plain(&cluster.server_url)),
+    };
+    match entries.and_then(|entries| kubeconfig::write_minik_context(&path, &entries)) {
         Ok(()) => {
             println!(" ✓ Set kubectl context to \"minik\" in {}", path.display());
             true
@@ -154,13 +171,22 @@ fn print_ready(cluster: &Cluster, nodes: u8, context_set: bool) {
         "\nCluster \"minik\" is ready in {seconds:.1}s: {nodes} node(s), API server {}",
         cluster.server_url
     );
-    // Without the context, kubectl needs the server (or the secure cluster's kubeconfig).
+    match cluster.kubeconfig() {
+        Some(path) => println!(
+            "Admin kubeconfig (mode 0600, nothing merged into ~/.kube/config unless asked): {}",
+            path.display()
+        ),
+        None => println!(
+            " ! INSECURE: plain HTTP, no authentication: every local user can drive this cluster"
+        ),
+    }
+    // Without the context, kubectl needs the kubeconfig (or the insecure cluster's server).
     let kubectl = match cluster.kubeconfig() {
+        _ if context_set => "kubectl".to_string(),
         Some(path) => format!("kubectl --kubeconfig {}", path.display()),
-        None if context_set => "kubectl".to_string(),
         None => format!("kubectl --server {}", cluster.server_url),
     };
-    println!("\nTry:\n  {kubectl} get pods\n  minik apply -f pod.yaml\n  minik get pods -o wide");
+    println!("\nTry:\n  {kubectl} get pods\n  minik apply -f pod.yaml\n  minik get pods -o wide\n  minik proxy   # then: curl http://127.0.0.1:8001/api/v1/pods");
     println!(
         "\nLogs are in {}. Stop with Ctrl-C or `minik down`.",
         cluster.data_dir.join("logs").display()

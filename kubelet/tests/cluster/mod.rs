@@ -102,6 +102,7 @@ pub fn kubelet_config(
         root_dir: dir.join("kubelet"),
         pod_cidr: cidr.into(),
         listen: "127.0.0.1:0".parse().expect("addr"),
+        tls: None,
         minik_binary: env!("CARGO_BIN_EXE_minik-kubelet").into(),
         capacity: minik_kubelet::Capacity::default(),
         heartbeat_interval: Duration::from_secs(1),

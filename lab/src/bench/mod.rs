@@ -83,8 +83,10 @@ pub struct BenchOptions {
 pub struct Bench {
     /// A client of the bench's cluster.
     pub client: Client,
-    /// `http://127.0.0.1:PORT`.
+    /// `https://127.0.0.1:PORT`.
     pub server: String,
+    /// The cluster's admin kubeconfig (`DATA/kubeconfig`).
+    pub kubeconfig: Option<PathBuf>,
     /// `--quick`.
     pub quick: bool,
     /// The proxy's log, where its `ready` line names its metrics address (`/proxies`).
@@ -151,8 +153,9 @@ pub async fn run(args: BenchOptions) -> crate::Result<()> {
         .map(|c| (c.name.clone(), c.pid))
         .collect();
     let ctx = Bench {
-        client: Client::new(&cluster.server_url)?,
+        client: cluster.client()?,
         server: cluster.server_url.clone(),
+        kubeconfig: cluster.kubeconfig(),
         quick: args.quick,
         proxy_log,
         components,

@@ -75,6 +75,7 @@ pub async fn measure(ctx: &Bench) -> crate::Result<Vec<Row>> {
     let node_count = ctx.size(10, 100);
     let config = HollowConfig {
         server: ctx.server.clone(),
+        kubeconfig: ctx.kubeconfig.clone(),
         count: node_count,
         name_prefix: "hollow-rollout-".into(),
         concurrency: 64,

@@ -55,6 +55,7 @@ pub async fn measure(ctx: &Bench) -> crate::Result<Vec<Row>> {
     let pod_count = ctx.size(500, 10_000);
     let config = HollowConfig {
         server: ctx.server.clone(),
+        kubeconfig: ctx.kubeconfig.clone(),
         count: node_count,
         concurrency: 64,
         ..HollowConfig::default()

@@ -9,6 +9,7 @@
 //! parallel with `Cluster::start`; the first pod is applied when `Cluster::start` returns (the way a
 //! user runs `minik up` and then `minik apply`) and timed until it is Running on a watch.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::error::Context;
@@ -41,9 +42,12 @@ pub fn templates() -> Vec<Row> {
 
 /// Starts the cluster and measures its start. Fails only if the cluster cannot start at all.
 pub async fn cold_start(options: ClusterConfig) -> crate::Result<(Cluster, Vec<Row>)> {
-    let server = format!("http://{}", options.listen);
+    let server = minik_cluster::secure::server_url(&options);
+    let kubeconfig = options
+        .secure
+        .then(|| minik_cluster::secure::admin_kubeconfig(&options.data_dir));
     let started = Instant::now();
-    let node_ready = tokio::spawn(watch_node_ready(server, started));
+    let node_ready = tokio::spawn(watch_node_ready(server, kubeconfig, started));
     let cluster = Cluster::start(options)
         .await
         .context("starting the bench cluster")?;
@@ -60,7 +64,7 @@ pub async fn cold_start(options: ClusterConfig) -> crate::Result<(Cluster, Vec<R
             ))
         }
     };
-    let first_pod = first_pod_running(&cluster.server_url, started).await;
+    let first_pod = first_pod_running(cluster.client()?, started).await;
     let [ready_row, pod_row]: [Row; 2] = templates()
         .try_into()
         .map_err(|_| crate::error::message!("two templates"))?;
@@ -94,19 +98,27 @@ pub async fn cold_start(options: ClusterConfig) -> crate::Result<(Cluster, Vec<R
 }
 
 /// Waits for the apiserver to answer, then watches nodes until `node-1` is Ready.
-async fn watch_node_ready(server: String, started: Instant) -> crate::Result<Duration> {
-    let client = Client::new(&server)?;
-    let nodes: Api<Node> = Api::all(client);
-    // The apiserver is not listening yet: retry the first list every 2 ms (the bench may poll;
-    // components may not).
+async fn watch_node_ready(
+    server: String,
+    kubeconfig: Option<PathBuf>,
+    started: Instant,
+) -> crate::Result<Duration> {
+    // Neither the admin kubeconfig nor the apiserver exist yet: retry the first list every 2 ms
+    // (the bench may poll; components may not).
     let deadline = Instant::now() + Duration::from_secs(30);
-    while nodes.list(&ListParams::default().limit(1)).await.is_err() {
+    let nodes: Api<Node> = loop {
+        if let Ok(client) = Client::connect(&server, kubeconfig.as_deref()) {
+            let nodes = Api::all(client);
+            if nodes.list(&ListParams::default().limit(1)).await.is_ok() {
+                break nodes;
+            }
+        }
         crate::error::ensure!(
             Instant::now() < deadline,
             "the apiserver did not answer within 30s"
         );
         tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    };
     let mut events = std::pin::pin!(minik_client::watcher(nodes, ListParams::default()));
     while let Some(event) = events.next().await {
         let ready = match event {
@@ -131,8 +143,7 @@ fn is_ready(node: &Node) -> bool {
 }
 
 /// Applies one pod and waits until it is Running; returns (time since `started`, apply → Running).
-async fn first_pod_running(server: &str, started: Instant) -> crate::Result<(Duration, Duration)> {
-    let client = Client::new(server)?;
+async fn first_pod_running(client: Client, started: Instant) -> crate::Result<(Duration, Duration)> {
     let watch = PodWatch::start(&client, "bench=first").await?;
     let api: Api<Pod> = Api::namespaced(client, "default");
     let running = watch.expect("bench-first", Want::Running);

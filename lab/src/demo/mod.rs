@@ -40,6 +40,8 @@ pub struct DemoOptions {
     pub part: Option<Part>,
     /// Use a running cluster instead of starting a private one.
     pub server: Option<String>,
+    /// The kubeconfig whose credentials reach `server` (an https cluster).
+    pub kubeconfig: Option<std::path::PathBuf>,
     /// Print the results as JSON (for scripts and tests) instead of narrating.
     pub json: bool,
     /// Shorter durations and a lighter load (for CI): the same experiments, scaled down.
@@ -129,7 +131,9 @@ pub async fn run(mut args: DemoOptions) -> crate::Result<()> {
             ],
             _ => Vec::new(),
         };
-        let cluster = DemoCluster::start(args.server.as_deref(), proxy_args, narrate).await?;
+        let kubeconfig = args.kubeconfig.as_deref();
+        let cluster =
+            DemoCluster::start(args.server.as_deref(), kubeconfig, proxy_args, narrate).await?;
         let outcome = run_part(
             part,
             &args,
@@ -264,6 +268,16 @@ fn fmt(duration: Duration) -> String {
     humantime::format_duration(duration).to_string()
 }
 
+/// A client for `server`, with the credentials of `kubeconfig`'s current context if given.
+fn client_for(server: &str, kubeconfig: Option<&std::path::Path>) -> crate::Result<Client> {
+    let Some(path) = kubeconfig else {
+        return Ok(Client::new(server)?);
+    };
+    let mut config = minik_client::kubeconfig::load(path)?;
+    config.server = server.to_string();
+    Ok(Client::from_config(&config)?)
+}
+
 /// The cluster a part runs on: a private one, or the one `--server` names.
 struct DemoCluster {
     client: Client,
@@ -273,12 +287,13 @@ struct DemoCluster {
 impl DemoCluster {
     async fn start(
         server: Option<&str>,
+        kubeconfig: Option<&std::path::Path>,
         proxy_args: Vec<String>,
         narrate: bool,
     ) -> crate::Result<DemoCluster> {
         if let Some(server) = server {
             return Ok(DemoCluster {
-                client: Client::new(server)?,
+                client: client_for(server, kubeconfig)?,
                 private: None,
             });
         }
@@ -300,7 +315,7 @@ impl DemoCluster {
             );
         }
         Ok(DemoCluster {
-            client: Client::new(&cluster.server_url)?,
+            client: cluster.client()?,
             private: Some((cluster, data_dir)),
         })
     }

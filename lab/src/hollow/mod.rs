@@ -63,6 +63,8 @@ pub const MAX_HOLLOW_NODES: usize = 8 * 256;
 pub struct HollowConfig {
     /// The apiserver, e.g. `http://127.0.0.1:6443`.
     pub server: String,
+    /// The kubeconfig to connect with (a secure cluster's admin); its server wins.
+    pub kubeconfig: Option<std::path::PathBuf>,
     /// How many nodes to register.
     pub count: usize,
     /// Node names are `{prefix}{index}` (default `hollow-`).
@@ -81,6 +83,7 @@ impl Default for HollowConfig {
     fn default() -> Self {
         HollowConfig {
             server: "http://127.0.0.1:6443".into(),
+            kubeconfig: None,
             count: 10,
             name_prefix: "hollow-".into(),
             cpu: "32".into(),
@@ -125,7 +128,7 @@ impl HollowNodes {
                 config.count
             );
         }
-        let client = Client::new(&config.server)?;
+        let client = Client::connect(&config.server, config.kubeconfig.as_deref())?;
         let api: Api<Node> = Api::all(client.clone());
         let names: HashMap<String, usize> = (0..config.count)
             .map(|i| (format!("{}{i}", config.name_prefix), i))

@@ -5,12 +5,13 @@
 //! readiness waits are `minik up`'s: the apiserver (until `/readyz`), the scheduler, the controller
 //! manager, the kubelets
 //! (until a watch sees every node Ready), the endpoint controller and the proxy. Timings default
-//! to fast values (restart backoff 200 ms, heartbeat 1 s) so tests stay short.
+//! to fast values (restart backoff 200 ms, heartbeat 1 s) so tests stay short. Clusters are
+//! secure, as `minik up`'s: HTTPS, a certificate per component, RBAC; the test's client is the
+//! admin's, built from the written `DATA/kubeconfig` alone. `.insecure()` is plain http.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use minik_client::Client;
 use minik_cluster::{ClusterConfig, Component, Mode};
 
 use crate::cluster::Cluster;
@@ -27,6 +28,7 @@ pub struct ClusterBuilder {
     pub(crate) dial_attempts: Option<u16>,
     pub(crate) proxy: bool,
     pub(crate) endpoint_controller: bool,
+    pub(crate) secure: bool,
 }
 
 impl Default for ClusterBuilder {
@@ -40,6 +42,7 @@ impl Default for ClusterBuilder {
             dial_attempts: None,
             proxy: true,
             endpoint_controller: true,
+            secure: true,
         }
     }
 }
@@ -88,6 +91,12 @@ impl ClusterBuilder {
         self
     }
 
+    /// Plain http with no authentication (`minik up --insecure`).
+    pub fn insecure(mut self) -> Self {
+        self.secure = false;
+        self
+    }
+
     /// Starts the cluster and waits until it is ready.
     pub async fn start(self) -> Result<Cluster> {
         init_logging();
@@ -95,7 +104,7 @@ impl ClusterBuilder {
         let dir = tempfile::Builder::new().prefix("minik-test-").tempdir()?;
         let inner = minik_cluster::Cluster::start(self.config(&minik, dir.path())).await?;
         Ok(Cluster {
-            client: Client::new(&inner.server_url)?,
+            client: inner.client()?,
             inner: Some(inner),
             minik,
             dir,
@@ -140,6 +149,7 @@ impl ClusterBuilder {
             components,
             drain_grace: Some(1),
             reap_leftovers: false,
+            secure: self.secure,
             ..ClusterConfig::default()
         }
     }
