@@ -64,7 +64,9 @@ pub fn kubelet_http_client(files: Option<&KubeletClientFiles>) -> std::io::Resul
         let identity = reqwest::Identity::from_pem(&pem).map_err(|e| io(&files.cert_file, &e))?;
         builder = builder.tls_certs_only(roots).identity(identity);
     }
-    builder.build().map_err(|e| std::io::Error::other(e.to_string()))
+    builder
+        .build()
+        .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// Which container a log request means: the `container` parameter, or the only one.

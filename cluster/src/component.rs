@@ -210,9 +210,17 @@ mod tests {
             ..ClusterConfig::default()
         };
         let args = Component::Kubelet.args(&config, 2).join(" ");
-        assert!(args.starts_with("kubelet --server http://127.0.0.1:6443 --node-name node-2"));
+        assert!(args.starts_with("kubelet --kubeconfig /data/pki/node-node-2.kubeconfig"));
+        assert!(args.contains("--tls-cert-file /data/pki/kubelet-node-2.crt"));
+        assert!(args.contains("--server https://127.0.0.1:6443 --node-name node-2"));
         assert!(args.contains("--root-dir /data/nodes/node-2 --pod-cidr 127.244.2.0/24"));
         assert!(args.ends_with("--max-pods 5"));
+        let insecure = ClusterConfig {
+            secure: false,
+            ..config
+        };
+        let args = Component::Kubelet.args(&insecure, 2).join(" ");
+        assert!(args.starts_with("kubelet --server http://127.0.0.1:6443 --node-name node-2"));
     }
 
     /// Every component's flags parse with its own `Args`, as `minik <component>` would.

@@ -102,7 +102,10 @@ mod tests {
         std::fs::create_dir(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
         let error = prepare_data_dir(&dir).unwrap_err().to_string();
-        assert!(error.contains("is writable by other users (mode 777)"), "{error}");
+        assert!(
+            error.contains("is writable by other users (mode 777)"),
+            "{error}"
+        );
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         prepare_data_dir(&dir).unwrap();
         let mode = std::fs::metadata(&dir).unwrap().mode() & 0o777;

@@ -210,7 +210,10 @@ mod tests {
             "current-context": "kind-kind",
             "preferences": {"colors": true},
         });
-        let merged = merge(Some(existing.clone()), &Entries::plain("http://127.0.0.1:6443"));
+        let merged = merge(
+            Some(existing.clone()),
+            &Entries::plain("http://127.0.0.1:6443"),
+        );
         assert_eq!(merged["clusters"][0], existing["clusters"][0]);
         assert_eq!(merged["contexts"][0], existing["contexts"][0]);
         assert_eq!(merged["users"][0], existing["users"][0]);
@@ -239,8 +242,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let pki = crate::pki::Pki::ensure(dir.path(), &[]).unwrap();
         let path = dir.path().join("kubeconfig");
-        pki.write_kubeconfig(&crate::pki::Identity::admin(), "https://127.0.0.1:6443", &path)
-            .unwrap();
+        pki.write_kubeconfig(
+            &crate::pki::Identity::admin(),
+            "https://127.0.0.1:6443",
+            &path,
+        )
+        .unwrap();
         let entries = Entries::from_kubeconfig(&path).unwrap();
         assert_eq!(entries.cluster["server"], "https://127.0.0.1:6443");
         assert!(entries.cluster["certificate-authority-data"].is_string());

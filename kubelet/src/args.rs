@@ -86,7 +86,11 @@ impl Args {
             root_dir: self.root_dir,
             pod_cidr: self.pod_cidr,
             listen: self.listen,
-            tls: match (self.tls_cert_file, self.tls_private_key_file, self.client_ca_file) {
+            tls: match (
+                self.tls_cert_file,
+                self.tls_private_key_file,
+                self.client_ca_file,
+            ) {
                 (Some(cert_file), Some(key_file), Some(client_ca_file)) => {
                     Some(crate::server::TlsFiles {
                         cert_file,

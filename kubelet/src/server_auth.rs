@@ -156,7 +156,12 @@ pub fn user_from_certificate(der: &[u8]) -> Option<User> {
     use x509_parser::prelude::{FromDer, X509Certificate};
     let (_, cert) = X509Certificate::from_der(der).ok()?;
     let subject = cert.subject();
-    let name = subject.iter_common_name().next()?.as_str().ok()?.to_string();
+    let name = subject
+        .iter_common_name()
+        .next()?
+        .as_str()
+        .ok()?
+        .to_string();
     let groups = subject
         .iter_organization()
         .filter_map(|o| o.as_str().ok().map(String::from))

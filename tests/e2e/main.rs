@@ -11,6 +11,7 @@ mod jobs; // Jobs: completions two at a time, the controller manager killed with
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
 mod rollout; // seed 002's rolling update, sampled on a watch
 mod scheduling; // unschedulable pods, spreading over nodes
+mod security; // 401, foreign CAs, a viewer's 403, the kubelet's authz, minik proxy, file modes
 mod services; // endpoints and the proxy
 mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress deadline
 mod up; // minik up, status, down

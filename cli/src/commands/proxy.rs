@@ -200,15 +200,29 @@ mod tests {
     #[test]
     fn the_default_filter_accepts_loopback_hosts_and_refuses_exec() {
         let filter = defaults();
-        for host in ["localhost", "localhost:8001", "127.0.0.1:8001", "[::1]:8001"] {
+        for host in [
+            "localhost",
+            "localhost:8001",
+            "127.0.0.1:8001",
+            "[::1]:8001",
+        ] {
             assert!(filter.accepts("GET", "/api/v1/pods", host), "{host}");
         }
-        for host in ["evil.example", "evil.example:8001", "127.0.0.1.nip.io:8001", ""] {
+        for host in [
+            "evil.example",
+            "evil.example:8001",
+            "127.0.0.1.nip.io:8001",
+            "",
+        ] {
             assert!(!filter.accepts("GET", "/api/v1/pods", host), "{host}");
         }
         let exec = "/api/v1/namespaces/default/pods/web/exec";
         assert!(!filter.accepts("POST", exec, "localhost:8001"));
-        assert!(!filter.accepts("GET", "/api/v1/namespaces/default/pods/web/attach", "localhost"));
+        assert!(!filter.accepts(
+            "GET",
+            "/api/v1/namespaces/default/pods/web/attach",
+            "localhost"
+        ));
         assert!(filter.accepts("DELETE", "/api/v1/namespaces/default/pods/web", "localhost"));
     }
 

@@ -105,7 +105,10 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     if let (Some(out), Some(admin)) = (&args.kubeconfig_out, cluster.kubeconfig()) {
         let text = std::fs::read(&admin).with_context(|| format!("reading {}", admin.display()))?;
         minik_cluster::pki::write_private(out, &text)?;
-        println!(" ✓ Wrote the admin kubeconfig to {} (mode 0600)", out.display());
+        println!(
+            " ✓ Wrote the admin kubeconfig to {} (mode 0600)",
+            out.display()
+        );
     }
     // Credentials are never merged into the user's kubeconfig unasked.
     let context_set = args.merge_kubeconfig && write_kubeconfig(&cluster);

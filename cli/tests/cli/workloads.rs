@@ -64,7 +64,7 @@ impl Workloads {
             ..ClusterConfig::default()
         };
         let cluster = Cluster::start(config).await.expect("cluster started");
-        let client = minik_client::Client::new(&cluster.server_url).expect("client");
+        let client = cluster.client().expect("client");
         Workloads {
             cluster,
             client,
@@ -72,7 +72,7 @@ impl Workloads {
         }
     }
 
-    /// Runs `minik ARGS --server URL` to completion (at most 90 s).
+    /// Runs `minik ARGS --kubeconfig DATA/kubeconfig` to completion (at most 90 s).
     async fn minik(&self, args: &[&str]) -> Run {
         let mut command = self.command(args);
         command.stdin(std::process::Stdio::null());
@@ -85,7 +85,8 @@ impl Workloads {
 
     fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut command = minik_command(args);
-        command.args(["--server", &self.cluster.server_url]);
+        let kubeconfig = self.cluster.kubeconfig().expect("a secure cluster");
+        command.arg("--kubeconfig").arg(kubeconfig);
         command
     }
 

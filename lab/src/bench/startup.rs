@@ -143,7 +143,10 @@ fn is_ready(node: &Node) -> bool {
 }
 
 /// Applies one pod and waits until it is Running; returns (time since `started`, apply → Running).
-async fn first_pod_running(client: Client, started: Instant) -> crate::Result<(Duration, Duration)> {
+async fn first_pod_running(
+    client: Client,
+    started: Instant,
+) -> crate::Result<(Duration, Duration)> {
     let watch = PodWatch::start(&client, "bench=first").await?;
     let api: Api<Pod> = Api::namespaced(client, "default");
     let running = watch.expect("bench-first", Want::Running);
