@@ -340,8 +340,11 @@ async fn app_reads_its_pod_from_the_api_during_shutdown() {
     // The answer goes to a file outside the kubelet's directories: the container's own log is
     // removed with the pod, possibly before the test could read it.
     let answer_file = cluster.dir().join("reader.out");
+    // The API is https with client certificates: the app is handed a kubeconfig file for its
+    // credentials, and reaches the server through the address its environment names.
     let on_term = format!(
-        "MINIK_SERVER=http://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT {minik} get pod reader > {} 2>&1; exit 0",
+        "MINIK_SERVER=https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT {minik} get pod reader --kubeconfig {} > {} 2>&1; exit 0",
+        cluster.kubeconfig().display(),
         answer_file.display()
     );
     let ready_file = cluster.dir().join("reader.ready");
