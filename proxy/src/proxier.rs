@@ -1,5 +1,5 @@
 //! The proxier: one listener per service port, opened and closed as Services come and go, and
-//! each port's load balancer kept in step with its Endpoints.
+//! each port's load balancer kept in step with the Service's EndpointSlices.
 //!
 //! Kubernetes counterpart: `pkg/proxy/userspace/proxier.go` (≤ v1.25). Upstream, `OnServiceUpdate`
 //! opened a "proxy port" (a random local port) per service port and installed iptables rules
@@ -10,9 +10,12 @@
 //! a node-port-like range chosen by hashing the port's name (stable across restarts), and reports
 //! the address in [`ProxyState`] (`GET /proxies`).
 //!
-//! The proxier is fed object snapshots (`on_service_update(&Service)`, `on_endpoints_update(
-//! &Endpoints)`, …) and knows nothing of watches, so tests drive it directly. `sync.rs` connects it
-//! to the informers. It is level-triggered: a relist (`on_*_synced`) replaces everything it knew.
+//! The proxier is fed object snapshots (`on_service_update(&Service)`, `on_slices_update(
+//! &[EndpointSlice])`, …) and knows nothing of watches, so tests drive it directly. `sync.rs`
+//! connects it to the informers. A Service may have several slices (at most 100 endpoints each), so
+//! like upstream's `EndpointSliceCache` the proxier keeps every slice it was given, by Service, and
+//! after a change merges that Service's slices again ([`slices_by_port`]). It is level-triggered: a
+//! relist (`on_*_synced`) replaces everything it knew.
 //!
 //! Read next: `tcp.rs` (a listener's accept loop) and `load_balancer.rs` (the endpoint choice).
 
@@ -22,7 +25,8 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::Duration;
 
-use minik_api::core::{Endpoints, Service};
+use minik_api::core::Service;
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::ObjectKey;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -31,7 +35,8 @@ use tracing::{error, info, warn};
 
 use crate::load_balancer::LoadBalancer;
 use crate::service_port::{
-    endpoints_by_port, format_endpoint_list, service_ports, ServicePortName, ServicePortSpec,
+    format_endpoint_list, service_of, service_ports, slices_by_port, ServicePortName,
+    ServicePortSpec,
 };
 use crate::state::{AppliedChange, ListenInfo, ProxyState};
 use crate::tcp::{self, PortProxy};
@@ -79,7 +84,9 @@ pub struct Proxier {
     config: ProxierConfig,
     state: Arc<ProxyState>,
     open_ports: HashMap<ServicePortName, OpenPort>,
-    /// The last applied ready endpoints of each Endpoints object, by port name. Kept even for
+    /// Every EndpointSlice known, by Service, then by slice name.
+    slices: HashMap<ObjectKey, BTreeMap<String, EndpointSlice>>,
+    /// The last applied endpoints of each Service, by port name. Kept even for
     /// services not seen yet, so a listener opened later starts with its endpoints.
     endpoints: HashMap<ObjectKey, BTreeMap<String, Vec<SocketAddr>>>,
     /// Listener and connection tasks.
@@ -99,6 +106,7 @@ impl Proxier {
             config,
             state,
             open_ports: HashMap::new(),
+            slices: HashMap::new(),
             endpoints: HashMap::new(),
             tasks,
             shutdown,
@@ -182,32 +190,71 @@ impl Proxier {
         }
     }
 
-    /// An Endpoints object was added or changed: its ready addresses become the ports' rotation.
-    pub fn on_endpoints_update(&mut self, endpoints: &Endpoints) {
-        let key = ObjectKey::of(&endpoints.metadata);
-        self.apply_endpoints(key, endpoints_by_port(endpoints));
+    /// EndpointSlices were added or changed: each of their Services gets its merged endpoints
+    /// (applied once per Service, however many of its slices came).
+    pub fn on_slices_update(&mut self, slices: &[EndpointSlice]) {
+        let mut touched = BTreeSet::new();
+        for slice in slices {
+            touched.extend(self.forget_slice(slice));
+            let Some(service) = service_of(slice) else {
+                continue;
+            };
+            let name = slice.metadata.name.clone().unwrap_or_default();
+            let service_slices = self.slices.entry(service.clone()).or_default();
+            service_slices.insert(name, slice.clone());
+            touched.insert(service);
+        }
+        for service in touched {
+            self.sync_service_endpoints(service);
+        }
     }
 
-    /// An Endpoints object was deleted: its ports have no endpoint any more.
-    pub fn on_endpoints_delete(&mut self, key: &ObjectKey) {
-        self.apply_endpoints(key.clone(), BTreeMap::new());
+    /// An EndpointSlice was deleted: its Service keeps what its other slices say.
+    pub fn on_slice_delete(&mut self, slice: &EndpointSlice) {
+        if let Some(service) = self.forget_slice(slice) {
+            self.sync_service_endpoints(service);
+        }
     }
 
-    /// A relist of every Endpoints object.
-    pub fn on_endpoints_synced(&mut self, all: &[Endpoints]) {
-        let keep: Vec<ObjectKey> = all.iter().map(|e| ObjectKey::of(&e.metadata)).collect();
-        let gone: Vec<ObjectKey> = self
-            .endpoints
-            .keys()
-            .filter(|key| !keep.contains(key))
-            .cloned()
-            .collect();
-        for key in gone {
-            self.on_endpoints_delete(&key);
+    /// A relist of every EndpointSlice: Services that lost all their slices have no endpoint left.
+    pub fn on_slices_synced(&mut self, all: &[EndpointSlice]) {
+        let before: BTreeSet<ObjectKey> = self.slices.keys().cloned().collect();
+        self.slices.clear();
+        self.on_slices_update(all);
+        for service in before {
+            if !self.slices.contains_key(&service) {
+                self.apply_endpoints(service, BTreeMap::new());
+            }
         }
-        for endpoints in all {
-            self.on_endpoints_update(endpoints);
+    }
+
+    /// Removes a slice from the cache (wherever it was filed); returns the Service it was under.
+    fn forget_slice(&mut self, slice: &EndpointSlice) -> Option<ObjectKey> {
+        let name = slice.metadata.name.as_deref()?;
+        let service = self
+            .slices
+            .iter()
+            .find(|(service, slices)| {
+                service.namespace == slice.metadata.namespace && slices.contains_key(name)
+            })
+            .map(|(service, _)| service.clone())?;
+        if let Some(slices) = self.slices.get_mut(&service) {
+            slices.remove(name);
+            if slices.is_empty() {
+                self.slices.remove(&service);
+            }
         }
+        Some(service)
+    }
+
+    /// Merges a Service's slices and hands the result to its ports.
+    fn sync_service_endpoints(&mut self, service: ObjectKey) {
+        let by_port = self
+            .slices
+            .get(&service)
+            .map(|slices| slices_by_port(slices.values()))
+            .unwrap_or_default();
+        self.apply_endpoints(service, by_port);
     }
 
     /// Closes every listener (the proxy is stopping).

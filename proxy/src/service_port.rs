@@ -1,28 +1,36 @@
-//! From Service and Endpoints objects to what the proxy acts on: one entry per service port.
+//! From Service and EndpointSlice objects to what the proxy acts on: one entry per service port.
 //!
-//! Kubernetes counterpart: `pkg/proxy/types.go` (`ServicePortName`, "namespace/name:port") and the
-//! change trackers of `pkg/proxy/servicechangetracker.go` / `endpointschangetracker.go`, which turn
-//! API objects into per-port maps before any proxier looks at them.
+//! Kubernetes counterpart: `pkg/proxy/types.go` (`ServicePortName`, "namespace/name:port"), the
+//! change trackers of `pkg/proxy/servicechangetracker.go` / `endpointslicecache.go`, which turn
+//! API objects into per-port maps before any proxier looks at them, and `CategorizeEndpoints` in
+//! `pkg/proxy/topology.go`, which picks the endpoints that get traffic.
 //!
 //! Both translations are pure functions, tested below:
 //! - [`service_ports`]: a Service's TCP ports that need a listener (`clusterIP:port`, affinity);
 //!   headless services (`clusterIP: None`) get none;
-//! - [`endpoints_by_port`]: an Endpoints object's **ready** addresses (`subsets[].addresses`, never
-//!   `notReadyAddresses`) grouped by port name, as `ip:port`.
+//! - [`slices_by_port`]: all the EndpointSlices of one Service merged, grouped by port name as
+//!   `ip:port`. Per port, the **ready** endpoints get traffic; only when none is ready do the
+//!   endpoints that are **serving and terminating** get it (upstream's rule for terminating
+//!   endpoints, docs/kubernetes-rules.md#e4), so a Service whose every pod is shutting down keeps
+//!   answering while those pods still can. Unset conditions read as upstream reads them: ready,
+//!   serving = ready, not terminating.
 //!
-//! minik simplifies: TCP only (UDP and SCTP ports are skipped), no external IPs, no node ports
-//! allocated by the apiserver, no EndpointSlices (the legacy Endpoints object is the source, as it
-//! was for the userspace proxy).
+//! minik simplifies: TCP only (UDP and SCTP ports are skipped), IPv4 slices only, no external IPs,
+//! no node ports allocated by the apiserver, no topology hints or traffic policies.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use minik_api::core::{Endpoints, Service};
+use minik_api::core::Service;
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::ObjectKey;
 
 use crate::load_balancer::{Affinity, DEFAULT_AFFINITY_TIMEOUT};
+
+/// The label tying an EndpointSlice to its Service (`discovery.LabelServiceName`).
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
 /// The name of one port of one Service: `namespace/name:port` (the port name may be empty when
 /// the Service has a single unnamed port).
@@ -108,33 +116,71 @@ fn affinity_of(service: &Service) -> Affinity {
     Affinity::ClientIp { timeout }
 }
 
-/// The ready endpoints of every port of an Endpoints object, keyed by port name, each list sorted.
-pub fn endpoints_by_port(endpoints: &Endpoints) -> BTreeMap<String, Vec<SocketAddr>> {
-    let mut by_port: BTreeMap<String, Vec<SocketAddr>> = BTreeMap::new();
-    for subset in endpoints.subsets.as_deref().unwrap_or_default() {
-        let addresses = subset.addresses.as_deref().unwrap_or_default();
-        for port in subset.ports.as_deref().unwrap_or_default() {
+/// The endpoints that get traffic, per port name, from every EndpointSlice of one Service (see the
+/// module doc); each list sorted.
+pub fn slices_by_port<'a>(
+    slices: impl IntoIterator<Item = &'a EndpointSlice>,
+) -> BTreeMap<String, Vec<SocketAddr>> {
+    // Per port: (address, ready, serving and terminating).
+    let mut candidates: BTreeMap<String, Vec<(SocketAddr, bool, bool)>> = BTreeMap::new();
+    for slice in slices {
+        if slice.address_type != "IPv4" {
+            continue;
+        }
+        for port in slice.ports.as_deref().unwrap_or_default() {
             if port.protocol.as_deref().unwrap_or("TCP") != "TCP" {
                 continue;
             }
-            let Ok(number) = u16::try_from(port.port) else {
+            let Some(number) = port.port.and_then(|p| u16::try_from(p).ok()) else {
                 continue;
             };
-            let list = by_port
+            let list = candidates
                 .entry(port.name.clone().unwrap_or_default())
                 .or_default();
-            for address in addresses {
-                if let Ok(ip) = address.ip.parse::<IpAddr>() {
-                    list.push(SocketAddr::new(ip, number));
+            for endpoint in &slice.endpoints {
+                let conditions = endpoint.conditions.clone().unwrap_or_default();
+                let ready = conditions.ready.unwrap_or(true);
+                let serving = conditions.serving.unwrap_or(ready);
+                let terminating = conditions.terminating.unwrap_or(false);
+                for address in &endpoint.addresses {
+                    if let Ok(ip) = address.parse::<IpAddr>() {
+                        let at = SocketAddr::new(ip, number);
+                        list.push((at, ready, serving && terminating));
+                    }
                 }
             }
         }
     }
-    for list in by_port.values_mut() {
-        list.sort();
-        list.dedup();
-    }
-    by_port
+    candidates
+        .into_iter()
+        .map(|(port, list)| {
+            let any_ready = list.iter().any(|(_, ready, _)| *ready);
+            let mut chosen: Vec<SocketAddr> = list
+                .into_iter()
+                .filter(|(_, ready, serving_terminating)| {
+                    if any_ready {
+                        *ready
+                    } else {
+                        *serving_terminating
+                    }
+                })
+                .map(|(address, _, _)| address)
+                .collect();
+            chosen.sort();
+            chosen.dedup();
+            (port, chosen)
+        })
+        .collect()
+}
+
+/// The Service an EndpointSlice belongs to (its `kubernetes.io/service-name` label).
+pub fn service_of(slice: &EndpointSlice) -> Option<ObjectKey> {
+    let labels = slice.metadata.labels.as_ref()?;
+    let name = labels.get(SERVICE_NAME_LABEL)?;
+    Some(ObjectKey {
+        namespace: slice.metadata.namespace.clone(),
+        name: name.clone(),
+    })
 }
 
 /// Every endpoint of every port as kubectl's ENDPOINTS column prints it: `ip:port,ip:port`, or
@@ -217,36 +263,75 @@ mod tests {
         assert_eq!(service_ports(&default)[0].affinity, expected);
     }
 
-    #[test]
-    fn endpoints_by_port_keeps_ready_addresses_only() {
-        let endpoints: Endpoints = serde_json::from_value(json!({
-            "metadata": {"namespace": "default", "name": "web"},
-            "subsets": [{
-                "addresses": [{"ip": "127.244.1.3"}, {"ip": "127.244.1.2"}],
-                "notReadyAddresses": [{"ip": "127.244.1.9"}],
-                "ports": [{"name": "http", "port": 8080}, {"name": "admin", "port": 9090}]
-            }]
+    fn slice(endpoints: serde_json::Value, ports: serde_json::Value) -> EndpointSlice {
+        serde_json::from_value(json!({
+            "metadata": {"namespace": "default", "name": "web-abc",
+                         "labels": {"kubernetes.io/service-name": "web"}},
+            "addressType": "IPv4",
+            "endpoints": endpoints,
+            "ports": ports,
         }))
-        .expect("test endpoints");
-        let by_port = endpoints_by_port(&endpoints);
+        .expect("test slice")
+    }
+
+    fn addresses(list: &[&str]) -> Vec<SocketAddr> {
+        list.iter().map(|a| a.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn ready_endpoints_of_every_slice_get_traffic_per_port() {
+        let ports = json!([{"name": "http", "port": 8080}, {"name": "admin", "port": 9090}]);
+        let one = slice(
+            json!([
+                {"addresses": ["127.244.1.3"], "conditions": {"ready": true}},
+                {"addresses": ["127.244.1.9"], "conditions": {"ready": false, "serving": true, "terminating": true}},
+            ]),
+            ports.clone(),
+        );
+        // Unset conditions read as ready.
+        let two = slice(json!([{"addresses": ["127.244.1.2"]}]), ports);
+        let by_port = slices_by_port([&one, &two]);
         assert_eq!(
             by_port["http"],
-            vec![
-                "127.244.1.2:8080".parse().unwrap(),
-                "127.244.1.3:8080".parse().unwrap()
-            ]
+            addresses(&["127.244.1.2:8080", "127.244.1.3:8080"])
         );
         assert_eq!(by_port["admin"].len(), 2);
         assert_eq!(
             format_endpoints(&by_port),
             "127.244.1.2:8080,127.244.1.2:9090,127.244.1.3:8080,127.244.1.3:9090"
         );
+        assert_eq!(service_of(&one), Some(ObjectKey::new("default", "web")));
     }
 
     #[test]
-    fn endpoints_without_subsets_format_as_none() {
-        let endpoints = Endpoints::default();
-        assert!(endpoints_by_port(&endpoints).is_empty());
+    fn with_no_ready_endpoint_the_serving_terminating_ones_get_traffic() {
+        let ports = json!([{"name": "http", "port": 8080}]);
+        let draining = slice(
+            json!([
+                {"addresses": ["127.244.1.2"], "conditions": {"ready": false, "serving": true, "terminating": true}},
+                {"addresses": ["127.244.1.3"], "conditions": {"ready": false, "serving": false, "terminating": true}},
+                {"addresses": ["127.244.1.4"], "conditions": {"ready": false, "serving": false, "terminating": false}},
+            ]),
+            ports,
+        );
+        assert_eq!(
+            slices_by_port([&draining])["http"],
+            addresses(&["127.244.1.2:8080"])
+        );
+    }
+
+    #[test]
+    fn other_address_types_and_protocols_are_skipped() {
+        let mut v6 = slice(
+            json!([{"addresses": ["::1"]}]),
+            json!([{"name": "http", "port": 80}]),
+        );
+        v6.address_type = "IPv6".into();
+        let udp = slice(
+            json!([{"addresses": ["127.244.1.2"]}]),
+            json!([{"name": "dns", "port": 53, "protocol": "UDP"}]),
+        );
+        assert!(slices_by_port([&v6, &udp]).is_empty());
         assert_eq!(format_endpoints(&BTreeMap::new()), "<none>");
     }
 }
