@@ -2,7 +2,8 @@
 //!
 //! Kubernetes counterpart: `staging/src/k8s.io/endpointslice/utils.go` (`podToEndpoint`,
 //! `getEndpointPorts`, `setEndpointSliceLabels`, `ownedBy`) and the loop over pods at the top of
-//! `reconciler.go`'s `reconcileByAddressType`. The rules (docs/kubernetes-rules.md#e3):
+//! `reconciler.go`'s `reconcileByAddressType`. The rules (docs/kubernetes-rules.md#e3 and
+//! docs/workloads.md#es1 to #es4, #es7):
 //!
 //! - a pod counts if it is selected, has an IP and has not finished; unlike the Endpoints object, a
 //!   **terminating pod stays** (upstream `ShouldPodBeInEndpoints(pod, includeTerminating=true)`);

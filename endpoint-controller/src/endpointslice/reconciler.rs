@@ -3,7 +3,7 @@
 //! Kubernetes counterpart: `staging/src/k8s.io/endpointslice/reconciler.go` (`reconcile`,
 //! `reconcileByPortMapping`, `finalize`, `getSliceToFill`). A pure function: no I/O, no clock
 //! (the trigger time is passed in), unit tested in `reconciler_tests.rs`. Per group of endpoints
-//! sharing the same ports, as upstream:
+//! sharing the same ports, as upstream (docs/workloads.md#es5, #es6, #es8):
 //!
 //! 1. walk the existing slices of that port set: keep each endpoint still wanted (replaced by its
 //!    new version when its conditions changed), drop the others. A slice that changed is updated,
