@@ -30,6 +30,7 @@ pub enum Lane {
     EndpointController,
     /// The EndpointSlice controller: the pod's endpoint ready, or not ready (terminating), in the
     /// Service's slices, which the proxy reads.
+    #[serde(rename = "endpointslice-controller")]
     EndpointSliceController,
     /// The proxy: the new endpoint set applied to its load balancer.
     Proxy,
@@ -248,6 +249,13 @@ mod tests {
                 (Lane::Kubelet, "SIGTERM sent", 250.0)
             ]
         );
+    }
+
+    #[test]
+    fn every_lane_has_one_name_in_json_and_in_the_picture() {
+        for lane in Lane::ALL {
+            assert_eq!(serde_json::to_value(lane).unwrap(), lane.name());
+        }
     }
 
     #[test]
