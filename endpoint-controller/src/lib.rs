@@ -60,9 +60,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Why one sync failed (the key is retried after a backoff).
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
-    /// A request to the apiserver failed.
+    /// A request to the apiserver failed (boxed: the client's error is large).
     #[error(transparent)]
-    Client(#[from] minik_client::Error),
+    Client(Box<minik_client::Error>),
     /// The slice store has not yet seen this controller's own last writes for the Service.
     #[error("the EndpointSlice store is behind our last writes for {0}")]
     StaleSlices(String),
@@ -119,6 +119,12 @@ impl Args {
             workers: self.workers.max(1),
             max_endpoints_per_slice: usize::from(self.max_endpoints_per_slice),
         }
+    }
+}
+
+impl From<minik_client::Error> for SyncError {
+    fn from(error: minik_client::Error) -> Self {
+        SyncError::Client(Box::new(error))
     }
 }
 

@@ -60,7 +60,7 @@ pub fn desired_endpoints<'a>(
         if pod.metadata.namespace != service.metadata.namespace
             || !selector_matches(selector, pod)
             || !should_pod_be_in_endpoints(pod, true)
-            || !pod_ip(pod).is_some_and(|ip| ip.parse::<std::net::Ipv4Addr>().is_ok())
+            || pod_ip(pod).is_none_or(|ip| ip.parse::<std::net::Ipv4Addr>().is_err())
         {
             continue;
         }

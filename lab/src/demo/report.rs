@@ -112,6 +112,9 @@ pub fn layout_labels(marks: &[(f64, f64)]) -> Vec<Placement> {
         .collect()
 }
 
+/// A lane of the picture: its marks with their label placements, and its height.
+type LaidLane<'a> = (Lane, Vec<(&'a super::timeline::Mark, Placement)>, f64);
+
 /// The text of a mark's label.
 fn label_text(mark: &super::timeline::Mark) -> String {
     format!("{} ({:.0} ms)", mark.event, mark.t_ms)
@@ -133,7 +136,7 @@ fn svg(section: &Section<'_>) -> String {
     let (start, end) = time_range(section);
     let scale = Scale { start, end };
     // Each lane's marks with their label placements, and the lane's height.
-    let laid: Vec<(Lane, Vec<(&super::timeline::Mark, Placement)>, f64)> = lanes
+    let laid: Vec<LaidLane<'_>> = lanes
         .iter()
         .map(|lane| {
             let marks: Vec<_> = section
@@ -243,7 +246,9 @@ fn axis(out: &mut String, scale: &Scale, y: f64) {
     let mut tick = (scale.start / step).ceil() * step;
     while tick <= scale.end {
         let x = scale.x(tick);
-        let _ = writeln!(out, "<line x1=\"{x:.1}\" y1=\"{y}\" x2=\"{x:.1}\" y2=\"{}\" class=\"tick\"/><text x=\"{x:.1}\" y=\"{}\" class=\"tick-label\">{tick:.0} ms</text>", y + 5.0, y + 17.0);
+        // `-0.0 + 0.0` is `0.0`: no "-0 ms" tick.
+        let shown = tick + 0.0;
+        let _ = writeln!(out, "<line x1=\"{x:.1}\" y1=\"{y}\" x2=\"{x:.1}\" y2=\"{}\" class=\"tick\"/><text x=\"{x:.1}\" y=\"{}\" class=\"tick-label\">{shown:.0} ms</text>", y + 5.0, y + 17.0);
         tick += step;
     }
 }
