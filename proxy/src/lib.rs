@@ -31,7 +31,8 @@
 //!   visible.
 //!
 //! The pieces, in the order a change and then a connection meet them: [`sync`] (informers →
-//! proxier, the sync delay in [`delay`]), [`service_port`] (objects → per-port specs),
+//! proxier, the sync delay in [`delay`]), [`service_port`] (Services → per-port specs),
+//! [`slice_cache`] (EndpointSlices → per-port endpoints),
 //! [`proxier`] (listeners per service port), [`tcp`] (accept, dial, copy with [`splice`]),
 //! [`load_balancer`] (which endpoint); beside them [`state`], [`metrics`], [`http`] and
 //! [`events`] (what the proxy reports).
@@ -45,6 +46,7 @@ pub mod load_balancer;
 pub mod metrics;
 pub mod proxier;
 pub mod service_port;
+pub mod slice_cache;
 pub mod splice;
 pub mod state;
 pub mod sync;

@@ -13,9 +13,9 @@
 //! The proxier is fed object snapshots (`on_service_update(&Service)`, `on_slices_update(
 //! &[EndpointSlice])`, …) and knows nothing of watches, so tests drive it directly. `sync.rs`
 //! connects it to the informers. A Service may have several slices (at most 100 endpoints each), so
-//! like upstream's `EndpointSliceCache` the proxier keeps every slice it was given, by Service, and
-//! after a change merges that Service's slices again ([`slices_by_port`]). It is level-triggered: a
-//! relist (`on_*_synced`) replaces everything it knew.
+//! the proxier files every slice in its [`SliceCache`] and, after a change, hands the Service's
+//! merged endpoints to its ports. It is level-triggered: a relist (`on_*_synced`) replaces
+//! everything it knew.
 //!
 //! Read next: `tcp.rs` (a listener's accept loop) and `load_balancer.rs` (the endpoint choice).
 
@@ -34,10 +34,8 @@ use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
 use crate::load_balancer::LoadBalancer;
-use crate::service_port::{
-    format_endpoint_list, service_of, service_ports, slices_by_port, ServicePortName,
-    ServicePortSpec,
-};
+use crate::service_port::{format_endpoint_list, service_ports, ServicePortName, ServicePortSpec};
+use crate::slice_cache::SliceCache;
 use crate::state::{AppliedChange, ListenInfo, ProxyState};
 use crate::tcp::{self, PortProxy};
 
@@ -84,8 +82,8 @@ pub struct Proxier {
     config: ProxierConfig,
     state: Arc<ProxyState>,
     open_ports: HashMap<ServicePortName, OpenPort>,
-    /// Every EndpointSlice known, by Service, then by slice name.
-    slices: HashMap<ObjectKey, BTreeMap<String, EndpointSlice>>,
+    /// Every EndpointSlice known, by Service.
+    slices: SliceCache,
     /// The last applied endpoints of each Service, by port name. Kept even for
     /// services not seen yet, so a listener opened later starts with its endpoints.
     endpoints: HashMap<ObjectKey, BTreeMap<String, Vec<SocketAddr>>>,
@@ -106,7 +104,7 @@ impl Proxier {
             config,
             state,
             open_ports: HashMap::new(),
-            slices: HashMap::new(),
+            slices: SliceCache::default(),
             endpoints: HashMap::new(),
             tasks,
             shutdown,
@@ -193,67 +191,28 @@ impl Proxier {
     /// EndpointSlices were added or changed: each of their Services gets its merged endpoints
     /// (applied once per Service, however many of its slices came).
     pub fn on_slices_update(&mut self, slices: &[EndpointSlice]) {
-        let mut touched = BTreeSet::new();
-        for slice in slices {
-            touched.extend(self.forget_slice(slice));
-            let Some(service) = service_of(slice) else {
-                continue;
-            };
-            let name = slice.metadata.name.clone().unwrap_or_default();
-            let service_slices = self.slices.entry(service.clone()).or_default();
-            service_slices.insert(name, slice.clone());
-            touched.insert(service);
-        }
-        for service in touched {
+        for service in self.slices.update(slices) {
             self.sync_service_endpoints(service);
         }
     }
 
     /// An EndpointSlice was deleted: its Service keeps what its other slices say.
     pub fn on_slice_delete(&mut self, slice: &EndpointSlice) {
-        if let Some(service) = self.forget_slice(slice) {
+        if let Some(service) = self.slices.delete(slice) {
             self.sync_service_endpoints(service);
         }
     }
 
     /// A relist of every EndpointSlice: Services that lost all their slices have no endpoint left.
     pub fn on_slices_synced(&mut self, all: &[EndpointSlice]) {
-        let before: BTreeSet<ObjectKey> = self.slices.keys().cloned().collect();
-        self.slices.clear();
-        self.on_slices_update(all);
-        for service in before {
-            if !self.slices.contains_key(&service) {
-                self.apply_endpoints(service, BTreeMap::new());
-            }
+        for service in self.slices.replace_all(all) {
+            self.sync_service_endpoints(service);
         }
-    }
-
-    /// Removes a slice from the cache (wherever it was filed); returns the Service it was under.
-    fn forget_slice(&mut self, slice: &EndpointSlice) -> Option<ObjectKey> {
-        let name = slice.metadata.name.as_deref()?;
-        let service = self
-            .slices
-            .iter()
-            .find(|(service, slices)| {
-                service.namespace == slice.metadata.namespace && slices.contains_key(name)
-            })
-            .map(|(service, _)| service.clone())?;
-        if let Some(slices) = self.slices.get_mut(&service) {
-            slices.remove(name);
-            if slices.is_empty() {
-                self.slices.remove(&service);
-            }
-        }
-        Some(service)
     }
 
     /// Merges a Service's slices and hands the result to its ports.
     fn sync_service_endpoints(&mut self, service: ObjectKey) {
-        let by_port = self
-            .slices
-            .get(&service)
-            .map(|slices| slices_by_port(slices.values()))
-            .unwrap_or_default();
+        let by_port = self.slices.endpoints(&service);
         self.apply_endpoints(service, by_port);
     }
 

@@ -1,22 +1,15 @@
-//! From Service and EndpointSlice objects to what the proxy acts on: one entry per service port.
+//! From Service objects to what the proxy acts on: one entry per service port.
 //!
-//! Kubernetes counterpart: `pkg/proxy/types.go` (`ServicePortName`, "namespace/name:port"), the
-//! change trackers of `pkg/proxy/servicechangetracker.go` / `endpointslicecache.go`, which turn
-//! API objects into per-port maps before any proxier looks at them, and `CategorizeEndpoints` in
-//! `pkg/proxy/topology.go`, which picks the endpoints that get traffic.
+//! Kubernetes counterpart: `pkg/proxy/types.go` (`ServicePortName`, "namespace/name:port") and the
+//! change tracker of `pkg/proxy/servicechangetracker.go`, which turns Services into per-port maps
+//! before any proxier looks at them.
 //!
-//! Both translations are pure functions, tested below:
-//! - [`service_ports`]: a Service's TCP ports that need a listener (`clusterIP:port`, affinity);
-//!   headless services (`clusterIP: None`) get none;
-//! - [`slices_by_port`]: all the EndpointSlices of one Service merged, grouped by port name as
-//!   `ip:port`. Per port, the **ready** endpoints get traffic; only when none is ready do the
-//!   endpoints that are **serving and terminating** get it (upstream's rule for terminating
-//!   endpoints, docs/kubernetes-rules.md#e4), so a Service whose every pod is shutting down keeps
-//!   answering while those pods still can. Unset conditions read as upstream reads them: ready,
-//!   serving = ready, not terminating.
+//! [`service_ports`] is a pure function, tested below: a Service's TCP ports that need a listener
+//! (`clusterIP:port`, affinity); headless services (`clusterIP: None`) get none. The endpoints of
+//! each port come from the Service's EndpointSlices, merged in `slice_cache.rs`.
 //!
-//! minik simplifies: TCP only (UDP and SCTP ports are skipped), IPv4 slices only, no external IPs,
-//! no node ports allocated by the apiserver, no topology hints or traffic policies.
+//! minik simplifies: TCP only (UDP and SCTP ports are skipped), no external IPs, no node ports
+//! allocated by the apiserver.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,13 +17,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use minik_api::core::Service;
-use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::ObjectKey;
 
 use crate::load_balancer::{Affinity, DEFAULT_AFFINITY_TIMEOUT};
-
-/// The label tying an EndpointSlice to its Service (`discovery.LabelServiceName`).
-pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
 /// The name of one port of one Service: `namespace/name:port` (the port name may be empty when
 /// the Service has a single unnamed port).
@@ -116,73 +105,6 @@ fn affinity_of(service: &Service) -> Affinity {
     Affinity::ClientIp { timeout }
 }
 
-/// The endpoints that get traffic, per port name, from every EndpointSlice of one Service (see the
-/// module doc); each list sorted.
-pub fn slices_by_port<'a>(
-    slices: impl IntoIterator<Item = &'a EndpointSlice>,
-) -> BTreeMap<String, Vec<SocketAddr>> {
-    // Per port: (address, ready, serving and terminating).
-    let mut candidates: BTreeMap<String, Vec<(SocketAddr, bool, bool)>> = BTreeMap::new();
-    for slice in slices {
-        if slice.address_type != "IPv4" {
-            continue;
-        }
-        for port in slice.ports.as_deref().unwrap_or_default() {
-            if port.protocol.as_deref().unwrap_or("TCP") != "TCP" {
-                continue;
-            }
-            let Some(number) = port.port.and_then(|p| u16::try_from(p).ok()) else {
-                continue;
-            };
-            let list = candidates
-                .entry(port.name.clone().unwrap_or_default())
-                .or_default();
-            for endpoint in &slice.endpoints {
-                let conditions = endpoint.conditions.clone().unwrap_or_default();
-                let ready = conditions.ready.unwrap_or(true);
-                let serving = conditions.serving.unwrap_or(ready);
-                let terminating = conditions.terminating.unwrap_or(false);
-                for address in &endpoint.addresses {
-                    if let Ok(ip) = address.parse::<IpAddr>() {
-                        let at = SocketAddr::new(ip, number);
-                        list.push((at, ready, serving && terminating));
-                    }
-                }
-            }
-        }
-    }
-    candidates
-        .into_iter()
-        .map(|(port, list)| {
-            let any_ready = list.iter().any(|(_, ready, _)| *ready);
-            let mut chosen: Vec<SocketAddr> = list
-                .into_iter()
-                .filter(|(_, ready, serving_terminating)| {
-                    if any_ready {
-                        *ready
-                    } else {
-                        *serving_terminating
-                    }
-                })
-                .map(|(address, _, _)| address)
-                .collect();
-            chosen.sort();
-            chosen.dedup();
-            (port, chosen)
-        })
-        .collect()
-}
-
-/// The Service an EndpointSlice belongs to (its `kubernetes.io/service-name` label).
-pub fn service_of(slice: &EndpointSlice) -> Option<ObjectKey> {
-    let labels = slice.metadata.labels.as_ref()?;
-    let name = labels.get(SERVICE_NAME_LABEL)?;
-    Some(ObjectKey {
-        namespace: slice.metadata.namespace.clone(),
-        name: name.clone(),
-    })
-}
-
 /// Every endpoint of every port as kubectl's ENDPOINTS column prints it: `ip:port,ip:port`, or
 /// `<none>`.
 pub fn format_endpoints(by_port: &BTreeMap<String, Vec<SocketAddr>>) -> String {
@@ -263,75 +185,22 @@ mod tests {
         assert_eq!(service_ports(&default)[0].affinity, expected);
     }
 
-    fn slice(endpoints: serde_json::Value, ports: serde_json::Value) -> EndpointSlice {
-        serde_json::from_value(json!({
-            "metadata": {"namespace": "default", "name": "web-abc",
-                         "labels": {"kubernetes.io/service-name": "web"}},
-            "addressType": "IPv4",
-            "endpoints": endpoints,
-            "ports": ports,
-        }))
-        .expect("test slice")
-    }
-
-    fn addresses(list: &[&str]) -> Vec<SocketAddr> {
-        list.iter().map(|a| a.parse().unwrap()).collect()
-    }
-
     #[test]
-    fn ready_endpoints_of_every_slice_get_traffic_per_port() {
-        let ports = json!([{"name": "http", "port": 8080}, {"name": "admin", "port": 9090}]);
-        let one = slice(
-            json!([
-                {"addresses": ["127.244.1.3"], "conditions": {"ready": true}},
-                {"addresses": ["127.244.1.9"], "conditions": {"ready": false, "serving": true, "terminating": true}},
-            ]),
-            ports.clone(),
-        );
-        // Unset conditions read as ready.
-        let two = slice(json!([{"addresses": ["127.244.1.2"]}]), ports);
-        let by_port = slices_by_port([&one, &two]);
-        assert_eq!(
-            by_port["http"],
-            addresses(&["127.244.1.2:8080", "127.244.1.3:8080"])
-        );
-        assert_eq!(by_port["admin"].len(), 2);
+    fn endpoint_lists_format_as_kubectl_prints_them() {
+        let by_port = BTreeMap::from([
+            (
+                "http".to_string(),
+                vec!["127.244.1.3:8080".parse().unwrap()],
+            ),
+            (
+                "admin".to_string(),
+                vec!["127.244.1.2:9090".parse().unwrap()],
+            ),
+        ]);
         assert_eq!(
             format_endpoints(&by_port),
-            "127.244.1.2:8080,127.244.1.2:9090,127.244.1.3:8080,127.244.1.3:9090"
+            "127.244.1.2:9090,127.244.1.3:8080"
         );
-        assert_eq!(service_of(&one), Some(ObjectKey::new("default", "web")));
-    }
-
-    #[test]
-    fn with_no_ready_endpoint_the_serving_terminating_ones_get_traffic() {
-        let ports = json!([{"name": "http", "port": 8080}]);
-        let draining = slice(
-            json!([
-                {"addresses": ["127.244.1.2"], "conditions": {"ready": false, "serving": true, "terminating": true}},
-                {"addresses": ["127.244.1.3"], "conditions": {"ready": false, "serving": false, "terminating": true}},
-                {"addresses": ["127.244.1.4"], "conditions": {"ready": false, "serving": false, "terminating": false}},
-            ]),
-            ports,
-        );
-        assert_eq!(
-            slices_by_port([&draining])["http"],
-            addresses(&["127.244.1.2:8080"])
-        );
-    }
-
-    #[test]
-    fn other_address_types_and_protocols_are_skipped() {
-        let mut v6 = slice(
-            json!([{"addresses": ["::1"]}]),
-            json!([{"name": "http", "port": 80}]),
-        );
-        v6.address_type = "IPv6".into();
-        let udp = slice(
-            json!([{"addresses": ["127.244.1.2"]}]),
-            json!([{"name": "dns", "port": 53, "protocol": "UDP"}]),
-        );
-        assert!(slices_by_port([&v6, &udp]).is_empty());
         assert_eq!(format_endpoints(&BTreeMap::new()), "<none>");
     }
 }
