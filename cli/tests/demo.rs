@@ -50,16 +50,27 @@ fn quick_demo_shows_the_race_its_fix_and_the_hook_rules() {
         "a preStop longer than the lag loses nothing: {with_pre_stop}"
     );
     for variant in variants {
-        let lanes: Vec<&str> = variant["timeline"]["marks"]
-            .as_array()
-            .unwrap()
+        let marks = variant["timeline"]["marks"].as_array().unwrap();
+        let lanes: Vec<&str> = marks
             .iter()
             .map(|m| m["component"].as_str().unwrap())
             .collect();
+        // Only what followed the delete, and the proxy's update named for what it did.
+        let proxy: Vec<&str> = marks
+            .iter()
+            .filter(|m| m["component"] == "proxy")
+            .map(|m| m["event"].as_str().unwrap())
+            .collect();
+        assert_eq!(proxy, ["proxy applied the removal"], "{}", variant["name"]);
+        assert!(
+            marks.iter().all(|m| m["t_ms"].as_f64().unwrap() >= 0.0),
+            "nothing from before the delete: {marks:?}"
+        );
         for lane in [
             "client",
             "apiserver",
             "endpoint-controller",
+            "endpointslice-controller",
             "proxy",
             "kubelet",
             "process",

@@ -155,7 +155,8 @@ pub fn is_pod_ready(pod: &Pod) -> bool {
         .any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
-fn pod_ip(pod: &Pod) -> Option<&str> {
+/// The pod's IP (`status.podIP`, else the first of `status.podIPs`), if it has one.
+pub fn pod_ip(pod: &Pod) -> Option<&str> {
     let status = pod.status.as_ref()?;
     let first_of_list = || status.pod_ips.as_ref()?.first().map(|ip| ip.ip.as_str());
     status
@@ -165,25 +166,35 @@ fn pod_ip(pod: &Pod) -> Option<&str> {
         .filter(|ip| !ip.is_empty())
 }
 
-/// The address of a pod: its IP, its node, a reference to it, and its hostname when the pod asked
-/// for one under this Service's name (`spec.hostname` + `spec.subdomain`, upstream `ShouldSetHostname`).
+/// The address of a pod: its IP, its node, a reference to it, and its [`hostname`].
 fn endpoint_address(pod: &Pod, service: &Service) -> EndpointAddress {
     let spec = pod.spec.as_ref();
-    let hostname = spec
-        .filter(|s| s.subdomain.is_some() && s.subdomain == service.metadata.name)
-        .and_then(|s| s.hostname.clone())
-        .filter(|h| !h.is_empty());
     EndpointAddress {
         ip: pod_ip(pod).unwrap_or_default().to_string(),
         node_name: spec.and_then(|s| s.node_name.clone()),
-        hostname,
-        target_ref: Some(ObjectReference {
-            kind: Some("Pod".to_string()),
-            name: pod.metadata.name.clone(),
-            namespace: pod.metadata.namespace.clone(),
-            uid: pod.metadata.uid.clone(),
-            ..ObjectReference::default()
-        }),
+        hostname: hostname(pod, service),
+        target_ref: Some(pod_reference(pod)),
+    }
+}
+
+/// The pod's hostname when it asked for one under this Service's name (`spec.hostname` +
+/// `spec.subdomain`, upstream `ShouldSetHostname`).
+pub fn hostname(pod: &Pod, service: &Service) -> Option<String> {
+    pod.spec
+        .as_ref()
+        .filter(|s| s.subdomain.is_some() && s.subdomain == service.metadata.name)
+        .and_then(|s| s.hostname.clone())
+        .filter(|h| !h.is_empty())
+}
+
+/// A reference to the pod, as an address's `targetRef`.
+pub fn pod_reference(pod: &Pod) -> ObjectReference {
+    ObjectReference {
+        kind: Some("Pod".to_string()),
+        name: pod.metadata.name.clone(),
+        namespace: pod.metadata.namespace.clone(),
+        uid: pod.metadata.uid.clone(),
+        ..ObjectReference::default()
     }
 }
 

@@ -1,7 +1,8 @@
 //! Event handlers: which Service keys a watch event puts on the work queue.
 //!
 //! Kubernetes counterpart: the informer handlers of `endpoints_controller.go` (`onServiceUpdate`,
-//! `onServiceDelete`, `addPod`, `updatePod`, `deletePod`, `onEndpointsDelete`) and
+//! `onServiceDelete`, `addPod`, `updatePod`, `deletePod`, `onEndpointsDelete`), of
+//! `endpointslice_controller.go` (`onEndpointSliceUpdate`, `onEndpointSliceDelete`) and
 //! `GetPodServiceMemberships` in `staging/src/k8s.io/endpointslice/util/controller_utils.go`.
 //! Handlers never compute Endpoints; they only say which Services might need a sync. The work
 //! queue merges repeated keys, and `sync_service` reads the stores, so it does not matter how many
@@ -17,10 +18,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use minik_api::core::{Endpoints, Pod, Service};
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::ObjectKey;
 use minik_client::{Event, Store};
 
 use crate::endpoints::labels_match;
+use crate::endpointslice::managed_for;
 
 /// Labels as a pod carries them (`None` when it has none).
 type Labels = Option<BTreeMap<String, String>>;
@@ -150,6 +153,24 @@ pub fn endpoints_keys(event: &Event<Endpoints>) -> BTreeSet<ObjectKey> {
         Event::Applied(_) => BTreeSet::new(),
         Event::Deleted(endpoints) => BTreeSet::from([ObjectKey::of(&endpoints.metadata)]),
         Event::Restarted(list) => list.iter().map(|e| ObjectKey::of(&e.metadata)).collect(),
+    }
+}
+
+/// Maps EndpointSlice events to the keys of the Services whose slices the EndpointSlice controller
+/// manages: a slice someone changed or deleted is put right, and after a list every Service with
+/// slices is checked (so the slices of a Service deleted meanwhile go too). Slices of other
+/// managers are ignored.
+pub fn managed_slice_keys(event: &Event<EndpointSlice>) -> BTreeSet<ObjectKey> {
+    let key = |slice: &EndpointSlice| {
+        let service = managed_for(slice)?;
+        Some(ObjectKey {
+            namespace: slice.metadata.namespace.clone(),
+            name: service,
+        })
+    };
+    match event {
+        Event::Applied(slice) | Event::Deleted(slice) => key(slice).into_iter().collect(),
+        Event::Restarted(list) => list.iter().filter_map(key).collect(),
     }
 }
 

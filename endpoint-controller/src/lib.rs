@@ -13,16 +13,21 @@
 //! 5. record the change: a log line with counts, the `last-change-trigger-time` annotation, and an
 //!    Event per pod that entered or left the ready addresses ([`writes`]).
 //!
-//! Beside it runs the EndpointSlice mirroring controller ([`mirroring`]): one slice per Endpoints
-//! object, which is what `kubectl describe service` reads.
+//! Beside it run two more controllers, on the same loop (`workers.rs`):
+//! - the EndpointSlice controller ([`endpointslice`]): each Service's EndpointSlices computed from
+//!   its pods, at most `--max-endpoints-per-slice` endpoints a slice, terminating pods kept with
+//!   their conditions. This is what the proxy and `kubectl describe service` read;
+//! - the mirroring controller ([`mirroring`]): a slice for each Endpoints object of a Service
+//!   without selector (written by someone else, so no controller computes its slices).
 //!
-//! minik simplifies: slices are mirrored from the Endpoints rather than computed from pods by a
-//! controller of their own; no leader election.
-//! Read next: [`endpoints`], the rules of who is in and who is out.
+//! minik simplifies: the three controllers run in one process (upstream: kube-controller-manager),
+//! each with its own informers; no leader election.
+//! Read next: [`endpoints`], the rules of who is in and who is out, then [`endpointslice`].
 
 pub mod capacity;
 pub mod controller;
 pub mod endpoints;
+pub mod endpointslice;
 pub mod handlers;
 pub mod mirroring;
 pub mod workers;
@@ -39,6 +44,7 @@ use minik_client::{watcher, Api, Client, ListParams};
 use tokio_util::sync::CancellationToken;
 
 pub use controller::EndpointsController;
+pub use endpointslice::reconciler::DEFAULT_MAX_ENDPOINTS_PER_SLICE;
 
 /// What can stop the endpoint controller.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +57,17 @@ pub enum Error {
 /// The controller's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Why one sync failed (the key is retried after a backoff).
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// A request to the apiserver failed (boxed: the client's error is large).
+    #[error(transparent)]
+    Client(Box<minik_client::Error>),
+    /// The slice store has not yet seen this controller's own last writes for the Service.
+    #[error("the EndpointSlice store is behind our last writes for {0}")]
+    StaleSlices(String),
+}
+
 /// The controller's configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -60,6 +77,8 @@ pub struct Config {
     pub kubeconfig: Option<PathBuf>,
     /// How many Services are synced concurrently (upstream `--concurrent-endpoint-syncs`, default 5).
     pub workers: usize,
+    /// The most endpoints one EndpointSlice holds (upstream `--max-endpoints-per-slice`, 100).
+    pub max_endpoints_per_slice: usize,
 }
 
 impl Default for Config {
@@ -68,6 +87,7 @@ impl Default for Config {
             server: "http://127.0.0.1:6443".to_string(),
             kubeconfig: None,
             workers: 5,
+            max_endpoints_per_slice: DEFAULT_MAX_ENDPOINTS_PER_SLICE,
         }
     }
 }
@@ -85,6 +105,9 @@ pub struct Args {
     /// How many Services are synced concurrently.
     #[arg(long, default_value_t = 5)]
     pub workers: usize,
+    /// The most endpoints one EndpointSlice holds (1 to 1000, as upstream).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub max_endpoints_per_slice: u16,
 }
 
 impl Args {
@@ -94,31 +117,50 @@ impl Args {
             server: self.server,
             kubeconfig: self.kubeconfig,
             workers: self.workers.max(1),
+            max_endpoints_per_slice: usize::from(self.max_endpoints_per_slice),
         }
+    }
+}
+
+impl From<minik_client::Error> for SyncError {
+    fn from(error: minik_client::Error) -> Self {
+        SyncError::Client(Box::new(error))
     }
 }
 
 /// Runs the controller until `shutdown` is cancelled; returns after its tasks have finished.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let client = Client::connect(&config.server, config.kubeconfig.as_deref())?;
-    let pods = watcher(Api::<Pod>::all(client.clone()), ListParams::default());
-    let services = watcher(Api::<Service>::all(client.clone()), ListParams::default());
-    let endpoints = watcher(Api::<Endpoints>::all(client.clone()), ListParams::default());
-    let mirrored = watcher(Api::<Endpoints>::all(client.clone()), ListParams::default());
-    let slices = watcher(
-        Api::<EndpointSlice>::all(client.clone()),
-        ListParams::default(),
-    );
-    let writes = writes::ApiWrites::new(client);
+    let pods = || watcher(Api::<Pod>::all(client.clone()), ListParams::default());
+    let services = || watcher(Api::<Service>::all(client.clone()), ListParams::default());
+    let endpoints = || watcher(Api::<Endpoints>::all(client.clone()), ListParams::default());
+    let slices = || {
+        watcher(
+            Api::<EndpointSlice>::all(client.clone()),
+            ListParams::default(),
+        )
+    };
+    let writes = writes::ApiWrites::new(client.clone());
+    let workers = config.workers;
     let endpoints_controller = workers::run_controller(
         writes.clone(),
-        pods,
-        services,
-        endpoints,
-        config.workers,
+        pods(),
+        services(),
+        endpoints(),
+        workers,
         shutdown.clone(),
     );
-    let mirroring = workers::run_mirroring(writes, mirrored, slices, config.workers, shutdown);
-    tokio::join!(endpoints_controller, mirroring);
+    let slice_controller = workers::run_slices(
+        writes.clone(),
+        pods(),
+        services(),
+        slices(),
+        workers,
+        config.max_endpoints_per_slice,
+        shutdown.clone(),
+    );
+    let mirroring =
+        workers::run_mirroring(writes, endpoints(), services(), slices(), workers, shutdown);
+    tokio::join!(endpoints_controller, slice_controller, mirroring);
     Ok(())
 }

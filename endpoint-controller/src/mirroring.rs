@@ -1,25 +1,24 @@
-//! `sync_endpoints`: keep one EndpointSlice per Endpoints object, saying the same thing.
+//! `sync_endpoints`: one EndpointSlice for each Endpoints object that no controller computes.
 //!
 //! Kubernetes counterpart: the EndpointSlice mirroring controller,
-//! `pkg/controller/endpointslicemirroring/endpointslicemirroring_controller.go`. Since Kubernetes
-//! 1.19 the EndpointSlice is what consumers read (kube-proxy, and `kubectl describe service`, whose
-//! `Endpoints:` line lists the slices labelled `kubernetes.io/service-name=<service>`); the older
-//! Endpoints object, the one the seeds show, is kept for compatibility.
+//! `pkg/controller/endpointslicemirroring/endpointslicemirroring_controller.go`. Consumers read
+//! EndpointSlices (kube-proxy, `kubectl describe service`). For a Service with a selector the
+//! EndpointSlice controller (`endpointslice/`) computes them from pods; a Service **without** a
+//! selector has Endpoints written by someone else (an operator, a user pointing a Service at an
+//! outside address), and this controller mirrors those into a slice so consumers see them too.
+//! A mirrored slice whose Service is gone, or has gained a selector, is deleted.
 //!
-//! minik simplifies: upstream computes slices from pods in a controller of its own (the
-//! EndpointSlice controller) and mirrors only Endpoints that no controller manages. minik mirrors
-//! every Endpoints object instead, so there is one source of truth (`endpoints::compute`) and a
-//! slice can never disagree with the Endpoints it stands beside. Each Endpoints becomes one IPv4
-//! slice named like it (upstream: `<name>-<random>`, up to 100 endpoints per slice): every ready
-//! address as `ready: true`, every not-ready one as `ready: false`, with the first subset's ports.
+//! minik simplifies: one IPv4 slice per Endpoints object, named like it (upstream: `<name>-<random>`,
+//! up to 1000 endpoints a slice): every ready address as `ready: true`, every not-ready one as
+//! `ready: false`, with the first subset's ports; no `skip-mirror` label.
 //!
-//! The loop is the endpoints controller's (`workers.rs`): informers on Endpoints and
+//! The loop is the endpoints controller's (`workers.rs`): informers on Endpoints, Services and
 //! EndpointSlices queue Endpoints keys, a worker calls [`MirroringController::sync_endpoints`],
 //! which reads the stores and writes only when the slice differs from what [`mirror`] wants.
 
 use std::collections::BTreeSet;
 
-use minik_api::core::{EndpointAddress, Endpoints};
+use minik_api::core::{EndpointAddress, Endpoints, Service};
 use minik_api::k8s_openapi::api::discovery::v1::{
     Endpoint, EndpointConditions, EndpointPort, EndpointSlice,
 };
@@ -30,37 +29,47 @@ use tracing::{debug, info};
 
 use crate::writes::SliceWrites;
 
-/// The label that ties a slice to its Service (`discovery.LabelServiceName`).
-pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
-/// The label that says which controller owns a slice (`discovery.LabelManagedBy`).
-pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
+pub use crate::endpointslice::desired::{MANAGED_BY_LABEL, SERVICE_NAME_LABEL};
+
 /// Upstream mirroring controller's value for [`MANAGED_BY_LABEL`].
 pub const MANAGED_BY: &str = "endpointslicemirroring-controller.k8s.io";
 
-/// The controller: the Endpoints to mirror, the slices already written, and a writer.
+/// The controller: the Endpoints to mirror, their Services, the slices already written, a writer.
 pub struct MirroringController<W> {
     /// Every Endpoints object.
     pub endpoints: Store<Endpoints>,
-    /// Every EndpointSlice.
+    /// Every Service (only the Endpoints of a Service without selector are mirrored).
+    pub services: Store<Service>,
+    /// Every EndpointSlice (only the mirrored ones are this controller's).
     pub slices: Store<EndpointSlice>,
     writes: W,
 }
 
 impl<W: SliceWrites> MirroringController<W> {
     /// A controller over the given stores.
-    pub fn new(endpoints: Store<Endpoints>, slices: Store<EndpointSlice>, writes: W) -> Self {
+    pub fn new(
+        endpoints: Store<Endpoints>,
+        services: Store<Service>,
+        slices: Store<EndpointSlice>,
+        writes: W,
+    ) -> Self {
         MirroringController {
             endpoints,
+            services,
             slices,
             writes,
         }
     }
 
-    /// Brings the slice of the Endpoints `key` in line with it: created, replaced, or deleted
-    /// once the Endpoints are gone.
+    /// Brings the mirrored slice of the Endpoints `key` in line with it: created, replaced, or
+    /// deleted once the Endpoints are gone or no longer need mirroring.
     pub async fn sync_endpoints(&self, key: &ObjectKey) -> minik_client::Result<()> {
-        let current = self.slices.get(key);
-        let Some(endpoints) = self.endpoints.get(key) else {
+        let current = self.slices.get(key).filter(|s| is_mirrored(s));
+        let endpoints = self
+            .endpoints
+            .get(key)
+            .filter(|_| self.services.get(key).is_some_and(|s| without_selector(&s)));
+        let Some(endpoints) = endpoints else {
             if current.is_none() {
                 return Ok(());
             }
@@ -90,6 +99,20 @@ impl<W: SliceWrites> MirroringController<W> {
         info!(endpoints = %key, endpoints_count = wanted.endpoints.len(), "mirrored endpointslice");
         Ok(())
     }
+}
+
+/// Whether this controller wrote the slice.
+pub fn is_mirrored(slice: &EndpointSlice) -> bool {
+    let labels = slice.metadata.labels.as_ref();
+    labels
+        .and_then(|l| l.get(MANAGED_BY_LABEL))
+        .map(String::as_str)
+        == Some(MANAGED_BY)
+}
+
+/// Upstream's rule: only the Endpoints of a Service with no selector are mirrored.
+fn without_selector(service: &Service) -> bool {
+    service.spec.as_ref().is_none_or(|s| s.selector.is_none())
 }
 
 /// The slice that says what `endpoints` says (see the module doc).
@@ -164,12 +187,21 @@ pub fn endpoints_events_keys(event: &Event<Endpoints>) -> BTreeSet<ObjectKey> {
     }
 }
 
-/// Maps slice events to keys: a slice someone changed or deleted is put back, and after a list
-/// every slice is checked, so one whose Endpoints are gone is deleted.
+/// Maps mirrored slices' events to keys: a slice someone changed or deleted is put back, and after
+/// a list every mirrored slice is checked, so one whose Endpoints are gone is deleted.
 pub fn slice_events_keys(event: &Event<EndpointSlice>) -> BTreeSet<ObjectKey> {
+    let mirrored = |s: &&EndpointSlice| is_mirrored(s);
     match event {
-        Event::Applied(s) | Event::Deleted(s) => BTreeSet::from([ObjectKey::of(&s.metadata)]),
-        Event::Restarted(list) => list.iter().map(|s| ObjectKey::of(&s.metadata)).collect(),
+        Event::Applied(s) | Event::Deleted(s) => Some(s)
+            .filter(mirrored)
+            .map(|s| ObjectKey::of(&s.metadata))
+            .into_iter()
+            .collect(),
+        Event::Restarted(list) => list
+            .iter()
+            .filter(mirrored)
+            .map(|s| ObjectKey::of(&s.metadata))
+            .collect(),
     }
 }
 

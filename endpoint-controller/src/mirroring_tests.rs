@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use minik_api::core::{EndpointPort as CorePort, EndpointSubset};
 
 use super::*;
-use crate::testing::filled;
+use crate::testing::{filled, service};
 
 /// One recorded write.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,6 +40,10 @@ impl SliceWrites for FakeWrites {
         let key = format!("{namespace}/{name}");
         self.0.lock().unwrap().push(Write::Delete(key));
         Ok(())
+    }
+
+    async fn slice_event(&self, _: &Service, _: &str, _: &str) -> minik_client::Result<()> {
+        unreachable!("the mirroring controller records no Events")
     }
 }
 
@@ -83,12 +87,27 @@ fn web_endpoints(ready: &[&str], not_ready: &[&str]) -> Endpoints {
     }
 }
 
+/// A controller whose `web` Service has no selector (so its Endpoints are mirrored).
 fn controller(
     endpoints: Vec<Endpoints>,
     slices: Vec<EndpointSlice>,
 ) -> (MirroringController<FakeWrites>, FakeWrites) {
+    let web = service("web").selector(None).build();
+    controller_with(vec![web], endpoints, slices)
+}
+
+fn controller_with(
+    services: Vec<Service>,
+    endpoints: Vec<Endpoints>,
+    slices: Vec<EndpointSlice>,
+) -> (MirroringController<FakeWrites>, FakeWrites) {
     let writes = FakeWrites::default();
-    let controller = MirroringController::new(filled(endpoints), filled(slices), writes.clone());
+    let controller = MirroringController::new(
+        filled(endpoints),
+        filled(services),
+        filled(slices),
+        writes.clone(),
+    );
     (controller, writes)
 }
 
@@ -172,4 +191,48 @@ async fn the_slice_goes_with_its_endpoints() {
     let (ctl, writes) = controller(vec![], vec![]);
     ctl.sync_endpoints(&web_key()).await.unwrap();
     assert_eq!(writes.writes(), []);
+}
+
+#[tokio::test]
+async fn endpoints_of_a_service_with_a_selector_are_not_mirrored() {
+    let endpoints = web_endpoints(&["127.244.1.2"], &[]);
+    let with_selector = service("web").build();
+    let (ctl, writes) =
+        controller_with(vec![with_selector.clone()], vec![endpoints.clone()], vec![]);
+    ctl.sync_endpoints(&web_key()).await.unwrap();
+    assert_eq!(
+        writes.writes(),
+        [],
+        "the EndpointSlice controller computes those"
+    );
+
+    // A slice mirrored before the Service gained its selector goes; no Service, no mirror either.
+    let old = mirror(&endpoints);
+    let (ctl, writes) = controller_with(
+        vec![with_selector],
+        vec![endpoints.clone()],
+        vec![old.clone()],
+    );
+    ctl.sync_endpoints(&web_key()).await.unwrap();
+    assert_eq!(writes.writes(), [Write::Delete("default/web".into())]);
+    let (ctl, writes) = controller_with(vec![], vec![endpoints], vec![old]);
+    ctl.sync_endpoints(&web_key()).await.unwrap();
+    assert_eq!(writes.writes(), [Write::Delete("default/web".into())]);
+}
+
+#[test]
+fn only_mirrored_slices_are_queued() {
+    let mirrored = mirror(&web_endpoints(&["127.244.1.2"], &[]));
+    let mut computed = mirrored.clone();
+    computed.metadata.name = Some("web-x7k2p".into());
+    computed.metadata.labels = Some(
+        [(
+            MANAGED_BY_LABEL.to_string(),
+            "endpointslice-controller.k8s.io".to_string(),
+        )]
+        .into(),
+    );
+    let keys = slice_events_keys(&Event::Restarted(vec![mirrored, computed.clone()]));
+    assert_eq!(keys, BTreeSet::from([web_key()]));
+    assert!(slice_events_keys(&Event::Deleted(computed)).is_empty());
 }

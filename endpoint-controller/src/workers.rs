@@ -13,12 +13,12 @@
 //! Workers start only once all three stores have listed: syncing earlier could see an empty
 //! Service store and delete every Endpoints in the cluster.
 //!
-//! The mirroring controller (`mirroring.rs`) runs the same loop over two informers:
+//! The EndpointSlice controller (`endpointslice/`) runs the same loop over pods, Services and
+//! EndpointSlices (`sync_service` writing slices), and the mirroring controller (`mirroring.rs`)
+//! over Endpoints, Services and EndpointSlices (`sync_endpoints`).
 //!
-//! ```text
-//!  endpoints watch     ─► reflector ─► endpoints store ─┐
-//!  endpointslice watch ─► reflector ─► slice store     ─┴─► WorkQueue ─► worker × N ─► sync_endpoints
-//! ```
+//! minik simplifies: each controller lists and watches on its own (upstream's controllers share
+//! one informer per kind in kube-controller-manager).
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -35,9 +35,11 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
 use crate::controller::EndpointsController;
-use crate::handlers::{endpoints_keys, PodHandler, ServiceHandler};
+use crate::endpointslice::EndpointSliceController;
+use crate::handlers::{endpoints_keys, managed_slice_keys, PodHandler, ServiceHandler};
 use crate::mirroring::{endpoints_events_keys, slice_events_keys, MirroringController};
 use crate::writes::{EndpointsWrites, SliceWrites};
+use crate::SyncError;
 
 /// A key that failed this many syncs in a row is dropped until its next event (upstream value).
 pub const MAX_RETRIES: u32 = 15;
@@ -45,18 +47,24 @@ pub const MAX_RETRIES: u32 = 15;
 /// A controller whose workers reconcile one key at a time.
 pub trait SyncKey: Send + Sync + 'static {
     /// Reconciles `key` from the stores; an error puts the key back after a backoff.
-    fn sync(&self, key: &ObjectKey) -> impl Future<Output = minik_client::Result<()>> + Send;
+    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<(), SyncError>> + Send;
 }
 
 impl<W: EndpointsWrites> SyncKey for EndpointsController<W> {
-    fn sync(&self, key: &ObjectKey) -> impl Future<Output = minik_client::Result<()>> + Send {
+    async fn sync(&self, key: &ObjectKey) -> Result<(), SyncError> {
+        Ok(self.sync_service(key).await?)
+    }
+}
+
+impl<W: SliceWrites> SyncKey for EndpointSliceController<W> {
+    fn sync(&self, key: &ObjectKey) -> impl Future<Output = Result<(), SyncError>> + Send {
         self.sync_service(key)
     }
 }
 
 impl<W: SliceWrites> SyncKey for MirroringController<W> {
-    fn sync(&self, key: &ObjectKey) -> impl Future<Output = minik_client::Result<()>> + Send {
-        self.sync_endpoints(key)
+    async fn sync(&self, key: &ObjectKey) -> Result<(), SyncError> {
+        Ok(self.sync_endpoints(key).await?)
     }
 }
 
@@ -133,40 +141,115 @@ pub async fn run_controller<W, P, S, E>(
     serve(controller, queue, tasks, ready, workers, shutdown).await;
 }
 
-/// Runs the mirroring controller on Endpoints and EndpointSlice watcher streams until `shutdown`.
-pub async fn run_mirroring<W, E, S>(
+/// Runs the EndpointSlice controller on pod, Service and EndpointSlice watcher streams until
+/// `shutdown`, writing at most `max_per_slice` endpoints a slice.
+pub async fn run_slices<W, P, S, L>(
+    writes: W,
+    pods: P,
+    services: S,
+    slices: L,
+    workers: usize,
+    max_per_slice: usize,
+    shutdown: CancellationToken,
+) where
+    W: SliceWrites,
+    P: Stream<Item = minik_client::Result<Event<Pod>>> + Send + 'static,
+    S: Stream<Item = minik_client::Result<Event<Service>>> + Send + 'static,
+    L: Stream<Item = minik_client::Result<Event<EndpointSlice>>> + Send + 'static,
+{
+    let (pod_store, pod_writer) = store();
+    let (service_store, service_writer) = store();
+    let (slice_store, slice_writer) = store();
+    let queue = Arc::new(WorkQueue::new());
+    let tasks = TaskTracker::new();
+    let services_for_pods = service_store.clone();
+    let mut pod_handler = PodHandler::default();
+    tasks.spawn(informer(
+        "pods",
+        reflector(pod_writer, pods),
+        queue.clone(),
+        shutdown.clone(),
+        move |event| pod_handler.on_event(event, &services_for_pods),
+    ));
+    let mut service_handler = ServiceHandler::default();
+    tasks.spawn(informer(
+        "services",
+        reflector(service_writer, services),
+        queue.clone(),
+        shutdown.clone(),
+        move |event| service_handler.on_event(event),
+    ));
+    tasks.spawn(informer(
+        "endpointslices",
+        reflector(slice_writer, slices),
+        queue.clone(),
+        shutdown.clone(),
+        managed_slice_keys,
+    ));
+    let controller = Arc::new(EndpointSliceController::new(
+        service_store,
+        pod_store,
+        slice_store,
+        writes,
+        max_per_slice,
+    ));
+    let ready = {
+        let controller = controller.clone();
+        async move {
+            controller.services.wait_until_ready().await;
+            controller.pods.wait_until_ready().await;
+            controller.slices.wait_until_ready().await;
+            info!(max_per_slice, "endpointslice controller ready");
+        }
+    };
+    serve(controller, queue, tasks, ready, workers, shutdown).await;
+}
+
+/// Runs the mirroring controller on Endpoints, Service and EndpointSlice watcher streams until
+/// `shutdown`.
+pub async fn run_mirroring<W, E, S, L>(
     writes: W,
     endpoints: E,
-    slices: S,
+    services: S,
+    slices: L,
     workers: usize,
     shutdown: CancellationToken,
 ) where
     W: SliceWrites,
     E: Stream<Item = minik_client::Result<Event<Endpoints>>> + Send + 'static,
-    S: Stream<Item = minik_client::Result<Event<EndpointSlice>>> + Send + 'static,
+    S: Stream<Item = minik_client::Result<Event<Service>>> + Send + 'static,
+    L: Stream<Item = minik_client::Result<Event<EndpointSlice>>> + Send + 'static,
 {
     let (endpoints_store, endpoints_writer) = store();
+    let (service_store, service_writer) = store();
     let (slice_store, slice_writer) = store();
     let queue = Arc::new(WorkQueue::new());
     let tasks = TaskTracker::new();
-    let endpoints_events = reflector(endpoints_writer, endpoints);
     tasks.spawn(informer(
         "endpoints",
-        endpoints_events,
+        reflector(endpoints_writer, endpoints),
         queue.clone(),
         shutdown.clone(),
         endpoints_events_keys,
     ));
-    let slice_events = reflector(slice_writer, slices);
+    let mut service_handler = ServiceHandler::default();
+    tasks.spawn(informer(
+        "services",
+        reflector(service_writer, services),
+        queue.clone(),
+        shutdown.clone(),
+        move |event| service_handler.on_event(event),
+    ));
     tasks.spawn(informer(
         "endpointslices",
-        slice_events,
+        reflector(slice_writer, slices),
         queue.clone(),
         shutdown.clone(),
         slice_events_keys,
     ));
     let controller = Arc::new(MirroringController::new(
         endpoints_store,
+        service_store,
         slice_store,
         writes,
     ));
@@ -174,6 +257,7 @@ pub async fn run_mirroring<W, E, S>(
         let controller = controller.clone();
         async move {
             controller.endpoints.wait_until_ready().await;
+            controller.services.wait_until_ready().await;
             controller.slices.wait_until_ready().await;
             info!(endpoints = controller.endpoints.len(), "mirroring ready");
         }
@@ -277,7 +361,7 @@ fn retry_later(
     tasks: &TaskTracker,
     shutdown: &CancellationToken,
     key: ObjectKey,
-    error: minik_client::Error,
+    error: SyncError,
 ) {
     if queue.num_requeues(&key) >= MAX_RETRIES {
         warn!(service = %key, %error, "dropping service out of the queue");

@@ -1,8 +1,9 @@
-//! Everything the endpoints and mirroring controllers write, behind small traits so sync tests can
-//! record it.
+//! Everything the endpoints, EndpointSlice and mirroring controllers write, behind small traits so
+//! sync tests can record it.
 //!
 //! Kubernetes counterpart: the `client.CoreV1().Endpoints(ns).Create/Update/Delete` calls in
-//! `endpoints_controller.go`, and its event recorder. Upstream's tests point the client at a fake
+//! `endpoints_controller.go`, the `DiscoveryV1().EndpointSlices(ns)` calls of the slice reconciler,
+//! and their event recorders. Upstream's tests point the client at a fake
 //! HTTP server and inspect the requests; minik's tests implement this trait instead.
 
 use std::future::Future;
@@ -42,9 +43,9 @@ pub trait EndpointsWrites: Send + Sync + 'static {
     ) -> impl Future<Output = minik_client::Result<()>> + Send;
 }
 
-/// The mirroring controller's writes (`mirroring.rs`).
+/// The EndpointSlice and mirroring controllers' writes (`endpointslice/`, `mirroring.rs`).
 pub trait SliceWrites: Send + Sync + 'static {
-    /// Creates an EndpointSlice.
+    /// Creates an EndpointSlice (named by the apiserver when it has only a `generateName`).
     fn create_slice(
         &self,
         slice: &EndpointSlice,
@@ -60,6 +61,13 @@ pub trait SliceWrites: Send + Sync + 'static {
         namespace: &str,
         name: &str,
     ) -> impl Future<Output = minik_client::Result<()>> + Send;
+    /// Records a Normal Event about a Service as the EndpointSlice controller.
+    fn slice_event(
+        &self,
+        service: &Service,
+        reason: &str,
+        message: &str,
+    ) -> impl Future<Output = minik_client::Result<()>> + Send;
 }
 
 /// The real writes, through the apiserver.
@@ -67,13 +75,20 @@ pub trait SliceWrites: Send + Sync + 'static {
 pub struct ApiWrites {
     client: Client,
     recorder: Recorder,
+    slice_recorder: Recorder,
 }
 
 impl ApiWrites {
-    /// Writes through `client`, reporting Events as `endpoint-controller`.
+    /// Writes through `client`, reporting Events as `endpoint-controller` (Endpoints) and
+    /// `endpointslice-controller` (slices).
     pub fn new(client: Client) -> Self {
         let recorder = Recorder::new(client.clone(), COMPONENT, None);
-        ApiWrites { client, recorder }
+        let slice_recorder = Recorder::new(client.clone(), crate::endpointslice::COMPONENT, None);
+        ApiWrites {
+            client,
+            recorder,
+            slice_recorder,
+        }
     }
 
     fn api(&self, namespace: Option<&str>) -> Api<Endpoints> {
@@ -134,5 +149,16 @@ impl SliceWrites for ApiWrites {
             .delete(name, &DeleteParams::default())
             .await
             .map(|_| ())
+    }
+
+    async fn slice_event(
+        &self,
+        service: &Service,
+        reason: &str,
+        message: &str,
+    ) -> minik_client::Result<()> {
+        self.slice_recorder
+            .publish(&object_reference(service), "Normal", reason, message)
+            .await
     }
 }

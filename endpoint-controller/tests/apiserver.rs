@@ -257,26 +257,48 @@ async fn delete_to_endpoint_removed_latency() {
     );
 }
 
-fn slice_ips(all: &[EndpointSlice], name: &str) -> Option<Vec<(String, bool)>> {
-    let slice = all
+/// The endpoints of the slices the EndpointSlice controller manages for `service`: (IP, ready,
+/// serving, terminating), sorted; `None` when it has no slice.
+fn slice_endpoints(
+    all: &[EndpointSlice],
+    service: &str,
+) -> Option<Vec<(String, bool, bool, bool)>> {
+    let mine: Vec<&EndpointSlice> = all.iter().filter(|s| managed_for(s, service)).collect();
+    if mine.is_empty() {
+        return None;
+    }
+    let mut endpoints: Vec<(String, bool, bool, bool)> = mine
         .iter()
-        .find(|s| s.metadata.name.as_deref() == Some(name))?;
-    let mut ips: Vec<(String, bool)> = slice
-        .endpoints
-        .iter()
+        .flat_map(|s| &s.endpoints)
         .map(|e| {
-            let ready = e.conditions.as_ref().and_then(|c| c.ready) == Some(true);
-            (e.addresses[0].clone(), ready)
+            let c = e.conditions.clone().unwrap_or_default();
+            let flag = |value: Option<bool>| value == Some(true);
+            (
+                e.addresses[0].clone(),
+                flag(c.ready),
+                flag(c.serving),
+                flag(c.terminating),
+            )
         })
         .collect();
-    ips.sort();
-    Some(ips)
+    endpoints.sort();
+    Some(endpoints)
 }
 
-/// The EndpointSlice `kubectl describe service` reads follows the Endpoints, and a slice that
-/// says the right thing is not written again (no write loop between the two controllers' views).
+fn managed_for(slice: &EndpointSlice, service: &str) -> bool {
+    let labels = slice.metadata.labels.clone().unwrap_or_default();
+    labels.get("kubernetes.io/service-name").map(String::as_str) == Some(service)
+        && labels
+            .get("endpointslice.kubernetes.io/managed-by")
+            .map(String::as_str)
+            == Some("endpointslice-controller.k8s.io")
+}
+
+/// The slices follow the pods: a pod being deleted stays with `ready: false, serving: true,
+/// terminating: true` until its object is gone, a slice that says the right thing is not written
+/// again, and the slices go with their Service.
 #[tokio::test]
-async fn endpoint_slices_mirror_the_endpoints_and_settle() {
+async fn endpoint_slices_follow_pods_keep_terminating_ones_and_settle() {
     let cluster = start().await;
     let pods = Api::<Pod>::namespaced(cluster.client.clone(), "default");
     let services = Api::<Service>::namespaced(cluster.client.clone(), "default");
@@ -284,47 +306,131 @@ async fn endpoint_slices_mirror_the_endpoints_and_settle() {
     services.create(&service()).await.unwrap();
     running_pod(&pods, "web-1", "127.244.1.2").await;
     running_pod(&pods, "web-2", "127.244.1.3").await;
-    let both = [
-        ("127.244.1.2".to_string(), true),
-        ("127.244.1.3".to_string(), true),
-    ];
+    let ready = |ip: &str| (ip.to_string(), true, true, false);
+    let both = vec![ready("127.244.1.2"), ready("127.244.1.3")];
     let all = wait_until(&slices, |all| {
-        slice_ips(all, "web").as_deref() == Some(&both[..])
+        slice_endpoints(all, "web") == Some(both.clone())
     })
     .await;
-    let slice = all
-        .iter()
-        .find(|s| s.metadata.name.as_deref() == Some("web"))
-        .unwrap();
-    let labels = slice.metadata.labels.as_ref().unwrap();
-    assert_eq!(labels["kubernetes.io/service-name"], "web");
-    assert_eq!(slice.ports.as_ref().unwrap()[0].port, Some(8080));
+    let slice = all.iter().find(|s| managed_for(s, "web")).unwrap();
+    assert!(slice.metadata.name.as_deref().unwrap().starts_with("web-"));
+    assert_eq!(
+        slice.ports.as_ref().unwrap()[0].port,
+        Some(8080),
+        "named targetPort resolved"
+    );
+    let owner = &slice.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("Service", "web")
+    );
+    let annotations = slice.metadata.annotations.as_ref().unwrap();
+    assert!(annotations.contains_key("endpoints.kubernetes.io/last-change-trigger-time"));
 
     pods.delete("web-1", &DeleteParams::grace(30))
         .await
         .unwrap();
-    let one = [("127.244.1.3".to_string(), true)];
+    let terminating = vec![
+        ("127.244.1.2".to_string(), false, true, true),
+        ready("127.244.1.3"),
+    ];
     let all = wait_until(&slices, |all| {
-        slice_ips(all, "web").as_deref() == Some(&one[..])
+        slice_endpoints(all, "web") == Some(terminating.clone())
     })
     .await;
-    let settled = |all: &[EndpointSlice]| {
-        all.iter()
-            .find(|s| s.metadata.name.as_deref() == Some("web"))
-            .and_then(|s| s.metadata.resource_version.clone())
+    let versions = |all: &[EndpointSlice]| {
+        let mut v: Vec<_> = all
+            .iter()
+            .filter(|s| managed_for(s, "web"))
+            .map(|s| s.metadata.resource_version.clone())
+            .collect();
+        v.sort();
+        v
     };
-    let revision = settled(&all);
+    let revision = versions(&all);
     // Another Service's slice is written after web's last change: if web's slice were rewritten
     // in a loop, its resourceVersion would have moved by then.
     let mut other = service();
     other.metadata.name = Some("other".into());
     services.create(&other).await.unwrap();
-    let all = wait_until(&slices, |all| slice_ips(all, "other").is_some()).await;
-    assert_eq!(settled(&all), revision, "web's slice was not written again");
+    let all = wait_until(&slices, |all| slice_endpoints(all, "other").is_some()).await;
+    assert_eq!(
+        versions(&all),
+        revision,
+        "web's slice was not written again"
+    );
+
+    // The object goes (the kubelet's final delete): so does its endpoint.
+    pods.delete("web-1", &DeleteParams::grace(0)).await.unwrap();
+    let one = vec![ready("127.244.1.3")];
+    wait_until(&slices, |all| {
+        slice_endpoints(all, "web") == Some(one.clone())
+    })
+    .await;
 
     services
         .delete("web", &DeleteParams::default())
         .await
         .unwrap();
-    wait_until(&slices, |all| slice_ips(all, "web").is_none()).await;
+    wait_until(&slices, |all| slice_endpoints(all, "web").is_none()).await;
+}
+
+/// More pods than fit in one slice: 150 pods make a slice of 100 and one of 50.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_than_100_pods_are_split_over_slices_of_at_most_100() {
+    let cluster = start().await;
+    let pods = Api::<Pod>::namespaced(cluster.client.clone(), "default");
+    let services = Api::<Service>::namespaced(cluster.client.clone(), "default");
+    let slices = Api::<EndpointSlice>::namespaced(cluster.client.clone(), "default");
+    services.create(&service()).await.unwrap();
+    let count = 150;
+    for i in 0..count {
+        let ip = format!("127.244.{}.{}", i / 100 + 1, i % 100 + 2);
+        running_pod(&pods, &format!("web-{i}"), &ip).await;
+    }
+    let all = wait_until(&slices, |all| {
+        slice_endpoints(all, "web").is_some_and(|e| e.len() == count)
+    })
+    .await;
+    let mut sizes: Vec<usize> = all
+        .iter()
+        .filter(|s| managed_for(s, "web"))
+        .map(|s| s.endpoints.len())
+        .collect();
+    sizes.sort();
+    assert_eq!(sizes, [50, 100]);
+}
+
+/// A Service without selector gets its hand-written Endpoints mirrored into a slice.
+#[tokio::test]
+async fn endpoints_of_a_service_without_selector_are_mirrored() {
+    let cluster = start().await;
+    let services = Api::<Service>::namespaced(cluster.client.clone(), "default");
+    let endpoints = Api::<Endpoints>::namespaced(cluster.client.clone(), "default");
+    let slices = Api::<EndpointSlice>::namespaced(cluster.client.clone(), "default");
+    let mut external = service();
+    external.metadata.name = Some("external".into());
+    external.spec.as_mut().unwrap().selector = None;
+    services.create(&external).await.unwrap();
+    let written: Endpoints = serde_json::from_value(json!({
+        "metadata": {"name": "external"},
+        "subsets": [{"addresses": [{"ip": "127.0.0.53"}], "ports": [{"name": "http", "port": 8053}]}]
+    }))
+    .unwrap();
+    endpoints.create(&written).await.unwrap();
+    let all = wait_until(&slices, |all| {
+        all.iter()
+            .any(|s| s.metadata.name.as_deref() == Some("external"))
+    })
+    .await;
+    let slice = all
+        .iter()
+        .find(|s| s.metadata.name.as_deref() == Some("external"))
+        .unwrap();
+    assert_eq!(slice.endpoints[0].addresses, ["127.0.0.53"]);
+    let labels = slice.metadata.labels.as_ref().unwrap();
+    assert_eq!(
+        labels["endpointslice.kubernetes.io/managed-by"],
+        "endpointslicemirroring-controller.k8s.io"
+    );
 }

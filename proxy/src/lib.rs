@@ -4,7 +4,7 @@
 //! Kubernetes counterpart: `kube-proxy --proxy-mode=userspace` (`pkg/proxy/userspace/`, deprecated
 //! in v1.23 and removed in v1.26). How it worked:
 //!
-//! 1. It watched Services and Endpoints through informers.
+//! 1. It watched Services and Endpoints through informers (EndpointSlices in later proxies).
 //! 2. For each service port it opened a "proxy port" on the node, a real socket in kube-proxy's
 //!    own process, and installed iptables rules that redirected `clusterIP:port` to it.
 //! 3. Each accepted connection asked a round-robin balancer (sessionAffinity-aware) for an
@@ -18,17 +18,21 @@
 //! it is the one proxy you can read end to end; it moves bytes with `splice(2)` (`splice.rs`) so
 //! they never enter user space (see the benchmark in `tests/proxy/bench.rs`).
 //!
+//! minik's proxy reads EndpointSlices rather than Endpoints, as kube-proxy has since v1.19: the
+//! ready endpoints get traffic, and when none is ready the serving terminating ones do.
+//!
 //! What minik simplifies:
 //! - no iptables: every 127.0.0.0/8 address is local on Linux, so the proxy listens on
 //!   `clusterIP:port` directly, and falls back to a port on 127.0.0.1 (reported on `/proxies`)
 //!   when it cannot bind it;
-//! - TCP only, the legacy Endpoints object only (no EndpointSlices), no node ports or external IPs;
-//! - `--sync-delay` holds every Endpoints change back on purpose, to stand for the slow consumers of
+//! - TCP only, IPv4 slices only, no node ports or external IPs, no topology hints;
+//! - `--sync-delay` holds every EndpointSlice change back on purpose, to stand for the slow consumers of
 //!   seed 003 ("Making K8s shutdowns more graceful", docs/seeds.md) and make the deletion race
 //!   visible.
 //!
 //! The pieces, in the order a change and then a connection meet them: [`sync`] (informers →
-//! proxier, the sync delay in [`delay`]), [`service_port`] (objects → per-port specs),
+//! proxier, the sync delay in [`delay`]), [`service_port`] (Services → per-port specs),
+//! [`slice_cache`] (EndpointSlices → per-port endpoints),
 //! [`proxier`] (listeners per service port), [`tcp`] (accept, dial, copy with [`splice`]),
 //! [`load_balancer`] (which endpoint); beside them [`state`], [`metrics`], [`http`] and
 //! [`events`] (what the proxy reports).
@@ -42,6 +46,7 @@ pub mod load_balancer;
 pub mod metrics;
 pub mod proxier;
 pub mod service_port;
+pub mod slice_cache;
 pub mod splice;
 pub mod state;
 pub mod sync;
@@ -54,7 +59,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use minik_api::core::{Endpoints, Service};
+use minik_api::core::Service;
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_client::{Api, Client, ListParams};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -107,7 +113,7 @@ pub struct Config {
     pub server: String,
     /// A kubeconfig to connect with instead of plain http to `server` (its server wins).
     pub kubeconfig: Option<PathBuf>,
-    /// How long each Endpoints change is held back before it is applied (0: at once).
+    /// How long each EndpointSlice change is held back before it is applied (0: at once).
     pub sync_delay: Duration,
     /// Where `/metrics`, `/proxies` and `/applied` are served (`127.0.0.1:0`: any free port, logged).
     pub metrics_listen: SocketAddr,
@@ -144,7 +150,7 @@ pub struct Args {
     /// A kubeconfig to connect with (https, client certificate); its server wins over --server.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
-    /// Hold each Endpoints change back this long before applying it (e.g. `2s`).
+    /// Hold each EndpointSlice change back this long before applying it (e.g. `2s`).
     #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
     pub sync_delay: Duration,
     /// Where to serve /metrics, /proxies and /applied.
@@ -221,14 +227,16 @@ pub async fn serve(
         shutdown.child_token(),
     ));
 
-    // Informers: Services through a store (the Events need their uid), Endpoints straight in.
+    // Informers: Services through a store (the Events need their uid), EndpointSlices straight in.
     let (service_store, service_writer) = minik_client::store::store::<Service>();
     let service_watch =
         minik_client::watcher(Api::<Service>::all(client.clone()), ListParams::default());
     let services = changes(minik_client::reflector(service_writer, service_watch));
-    let endpoints_watch =
-        minik_client::watcher(Api::<Endpoints>::all(client.clone()), ListParams::default());
-    let endpoints = changes(endpoints_watch);
+    let slices_watch = minik_client::watcher(
+        Api::<EndpointSlice>::all(client.clone()),
+        ListParams::default(),
+    );
+    let slices = changes(slices_watch);
 
     let recorder = minik_client::events::Recorder::new(client, "proxy", None);
     let applied = state.subscribe_applied();
@@ -244,14 +252,7 @@ pub async fn serve(
     let mut proxier = Proxier::new(proxier_config, state, tasks.clone(), shutdown.clone());
     let metrics = metrics_address.map(|a| a.to_string()).unwrap_or_default();
     info!(%metrics, sync_delay = ?config.sync_delay, dial_attempts = config.dial_attempts, "ready");
-    sync::sync_loop(
-        &mut proxier,
-        services,
-        endpoints,
-        config.sync_delay,
-        shutdown,
-    )
-    .await;
+    sync::sync_loop(&mut proxier, services, slices, config.sync_delay, shutdown).await;
 
     tasks.close();
     if tokio::time::timeout(SHUTDOWN_GRACE, tasks.wait())

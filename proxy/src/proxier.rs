@@ -1,5 +1,5 @@
 //! The proxier: one listener per service port, opened and closed as Services come and go, and
-//! each port's load balancer kept in step with its Endpoints.
+//! each port's load balancer kept in step with the Service's EndpointSlices.
 //!
 //! Kubernetes counterpart: `pkg/proxy/userspace/proxier.go` (≤ v1.25). Upstream, `OnServiceUpdate`
 //! opened a "proxy port" (a random local port) per service port and installed iptables rules
@@ -10,9 +10,12 @@
 //! a node-port-like range chosen by hashing the port's name (stable across restarts), and reports
 //! the address in [`ProxyState`] (`GET /proxies`).
 //!
-//! The proxier is fed object snapshots (`on_service_update(&Service)`, `on_endpoints_update(
-//! &Endpoints)`, …) and knows nothing of watches, so tests drive it directly. `sync.rs` connects it
-//! to the informers. It is level-triggered: a relist (`on_*_synced`) replaces everything it knew.
+//! The proxier is fed object snapshots (`on_service_update(&Service)`, `on_slices_update(
+//! &[EndpointSlice])`, …) and knows nothing of watches, so tests drive it directly. `sync.rs`
+//! connects it to the informers. A Service may have several slices (at most 100 endpoints each), so
+//! the proxier files every slice in its [`SliceCache`] and, after a change, hands the Service's
+//! merged endpoints to its ports. It is level-triggered: a relist (`on_*_synced`) replaces
+//! everything it knew.
 //!
 //! Read next: `tcp.rs` (a listener's accept loop) and `load_balancer.rs` (the endpoint choice).
 
@@ -22,7 +25,8 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::Duration;
 
-use minik_api::core::{Endpoints, Service};
+use minik_api::core::Service;
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::ObjectKey;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -30,9 +34,8 @@ use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
 use crate::load_balancer::LoadBalancer;
-use crate::service_port::{
-    endpoints_by_port, format_endpoint_list, service_ports, ServicePortName, ServicePortSpec,
-};
+use crate::service_port::{format_endpoint_list, service_ports, ServicePortName, ServicePortSpec};
+use crate::slice_cache::SliceCache;
 use crate::state::{AppliedChange, ListenInfo, ProxyState};
 use crate::tcp::{self, PortProxy};
 
@@ -79,7 +82,9 @@ pub struct Proxier {
     config: ProxierConfig,
     state: Arc<ProxyState>,
     open_ports: HashMap<ServicePortName, OpenPort>,
-    /// The last applied ready endpoints of each Endpoints object, by port name. Kept even for
+    /// Every EndpointSlice known, by Service.
+    slices: SliceCache,
+    /// The last applied endpoints of each Service, by port name. Kept even for
     /// services not seen yet, so a listener opened later starts with its endpoints.
     endpoints: HashMap<ObjectKey, BTreeMap<String, Vec<SocketAddr>>>,
     /// Listener and connection tasks.
@@ -99,6 +104,7 @@ impl Proxier {
             config,
             state,
             open_ports: HashMap::new(),
+            slices: SliceCache::default(),
             endpoints: HashMap::new(),
             tasks,
             shutdown,
@@ -182,32 +188,32 @@ impl Proxier {
         }
     }
 
-    /// An Endpoints object was added or changed: its ready addresses become the ports' rotation.
-    pub fn on_endpoints_update(&mut self, endpoints: &Endpoints) {
-        let key = ObjectKey::of(&endpoints.metadata);
-        self.apply_endpoints(key, endpoints_by_port(endpoints));
+    /// EndpointSlices were added or changed: each of their Services gets its merged endpoints
+    /// (applied once per Service, however many of its slices came).
+    pub fn on_slices_update(&mut self, slices: &[EndpointSlice]) {
+        for service in self.slices.update(slices) {
+            self.sync_service_endpoints(service);
+        }
     }
 
-    /// An Endpoints object was deleted: its ports have no endpoint any more.
-    pub fn on_endpoints_delete(&mut self, key: &ObjectKey) {
-        self.apply_endpoints(key.clone(), BTreeMap::new());
+    /// An EndpointSlice was deleted: its Service keeps what its other slices say.
+    pub fn on_slice_delete(&mut self, slice: &EndpointSlice) {
+        if let Some(service) = self.slices.delete(slice) {
+            self.sync_service_endpoints(service);
+        }
     }
 
-    /// A relist of every Endpoints object.
-    pub fn on_endpoints_synced(&mut self, all: &[Endpoints]) {
-        let keep: Vec<ObjectKey> = all.iter().map(|e| ObjectKey::of(&e.metadata)).collect();
-        let gone: Vec<ObjectKey> = self
-            .endpoints
-            .keys()
-            .filter(|key| !keep.contains(key))
-            .cloned()
-            .collect();
-        for key in gone {
-            self.on_endpoints_delete(&key);
+    /// A relist of every EndpointSlice: Services that lost all their slices have no endpoint left.
+    pub fn on_slices_synced(&mut self, all: &[EndpointSlice]) {
+        for service in self.slices.replace_all(all) {
+            self.sync_service_endpoints(service);
         }
-        for endpoints in all {
-            self.on_endpoints_update(endpoints);
-        }
+    }
+
+    /// Merges a Service's slices and hands the result to its ports.
+    fn sync_service_endpoints(&mut self, service: ObjectKey) {
+        let by_port = self.slices.endpoints(&service);
+        self.apply_endpoints(service, by_port);
     }
 
     /// Closes every listener (the proxy is stopping).

@@ -1,25 +1,22 @@
-//! From Service and Endpoints objects to what the proxy acts on: one entry per service port.
+//! From Service objects to what the proxy acts on: one entry per service port.
 //!
 //! Kubernetes counterpart: `pkg/proxy/types.go` (`ServicePortName`, "namespace/name:port") and the
-//! change trackers of `pkg/proxy/servicechangetracker.go` / `endpointschangetracker.go`, which turn
-//! API objects into per-port maps before any proxier looks at them.
+//! change tracker of `pkg/proxy/servicechangetracker.go`, which turns Services into per-port maps
+//! before any proxier looks at them.
 //!
-//! Both translations are pure functions, tested below:
-//! - [`service_ports`]: a Service's TCP ports that need a listener (`clusterIP:port`, affinity);
-//!   headless services (`clusterIP: None`) get none;
-//! - [`endpoints_by_port`]: an Endpoints object's **ready** addresses (`subsets[].addresses`, never
-//!   `notReadyAddresses`) grouped by port name, as `ip:port`.
+//! [`service_ports`] is a pure function, tested below: a Service's TCP ports that need a listener
+//! (`clusterIP:port`, affinity); headless services (`clusterIP: None`) get none. The endpoints of
+//! each port come from the Service's EndpointSlices, merged in `slice_cache.rs`.
 //!
 //! minik simplifies: TCP only (UDP and SCTP ports are skipped), no external IPs, no node ports
-//! allocated by the apiserver, no EndpointSlices (the legacy Endpoints object is the source, as it
-//! was for the userspace proxy).
+//! allocated by the apiserver.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use minik_api::core::{Endpoints, Service};
+use minik_api::core::Service;
 use minik_api::ObjectKey;
 
 use crate::load_balancer::{Affinity, DEFAULT_AFFINITY_TIMEOUT};
@@ -108,35 +105,6 @@ fn affinity_of(service: &Service) -> Affinity {
     Affinity::ClientIp { timeout }
 }
 
-/// The ready endpoints of every port of an Endpoints object, keyed by port name, each list sorted.
-pub fn endpoints_by_port(endpoints: &Endpoints) -> BTreeMap<String, Vec<SocketAddr>> {
-    let mut by_port: BTreeMap<String, Vec<SocketAddr>> = BTreeMap::new();
-    for subset in endpoints.subsets.as_deref().unwrap_or_default() {
-        let addresses = subset.addresses.as_deref().unwrap_or_default();
-        for port in subset.ports.as_deref().unwrap_or_default() {
-            if port.protocol.as_deref().unwrap_or("TCP") != "TCP" {
-                continue;
-            }
-            let Ok(number) = u16::try_from(port.port) else {
-                continue;
-            };
-            let list = by_port
-                .entry(port.name.clone().unwrap_or_default())
-                .or_default();
-            for address in addresses {
-                if let Ok(ip) = address.ip.parse::<IpAddr>() {
-                    list.push(SocketAddr::new(ip, number));
-                }
-            }
-        }
-    }
-    for list in by_port.values_mut() {
-        list.sort();
-        list.dedup();
-    }
-    by_port
-}
-
 /// Every endpoint of every port as kubectl's ENDPOINTS column prints it: `ip:port,ip:port`, or
 /// `<none>`.
 pub fn format_endpoints(by_port: &BTreeMap<String, Vec<SocketAddr>>) -> String {
@@ -218,35 +186,21 @@ mod tests {
     }
 
     #[test]
-    fn endpoints_by_port_keeps_ready_addresses_only() {
-        let endpoints: Endpoints = serde_json::from_value(json!({
-            "metadata": {"namespace": "default", "name": "web"},
-            "subsets": [{
-                "addresses": [{"ip": "127.244.1.3"}, {"ip": "127.244.1.2"}],
-                "notReadyAddresses": [{"ip": "127.244.1.9"}],
-                "ports": [{"name": "http", "port": 8080}, {"name": "admin", "port": 9090}]
-            }]
-        }))
-        .expect("test endpoints");
-        let by_port = endpoints_by_port(&endpoints);
-        assert_eq!(
-            by_port["http"],
-            vec![
-                "127.244.1.2:8080".parse().unwrap(),
-                "127.244.1.3:8080".parse().unwrap()
-            ]
-        );
-        assert_eq!(by_port["admin"].len(), 2);
+    fn endpoint_lists_format_as_kubectl_prints_them() {
+        let by_port = BTreeMap::from([
+            (
+                "http".to_string(),
+                vec!["127.244.1.3:8080".parse().unwrap()],
+            ),
+            (
+                "admin".to_string(),
+                vec!["127.244.1.2:9090".parse().unwrap()],
+            ),
+        ]);
         assert_eq!(
             format_endpoints(&by_port),
-            "127.244.1.2:8080,127.244.1.2:9090,127.244.1.3:8080,127.244.1.3:9090"
+            "127.244.1.2:9090,127.244.1.3:8080"
         );
-    }
-
-    #[test]
-    fn endpoints_without_subsets_format_as_none() {
-        let endpoints = Endpoints::default();
-        assert!(endpoints_by_port(&endpoints).is_empty());
         assert_eq!(format_endpoints(&BTreeMap::new()), "<none>");
     }
 }

@@ -1,13 +1,14 @@
-//! The sync loop: Service changes go to the proxier at once, Endpoints changes after the sync delay.
+//! The sync loop: Service changes go to the proxier at once, EndpointSlice changes after the sync
+//! delay.
 //!
-//! Kubernetes counterpart: `pkg/proxy/config/config.go` (`ServiceConfig` / `EndpointsConfig`, the
-//! informer handlers that call the proxier's `OnServiceUpdate` / `OnEndpointsUpdate`) and the
-//! proxier's `syncRunner`, which batched changes no more often than `minSyncPeriod`.
+//! Kubernetes counterpart: `pkg/proxy/config/config.go` (`ServiceConfig` / `EndpointSliceConfig`,
+//! the informer handlers that call the proxier's `OnServiceUpdate` / `OnEndpointSliceUpdate`) and
+//! the proxier's `syncRunner`, which batched changes no more often than `minSyncPeriod`.
 //!
-//! The loop is one `tokio::select!` over four sources: shutdown, the Service watch, the Endpoints
-//! watch, and the [`SyncDelayQueue`] of Endpoints changes waiting for their turn. Because the queue
-//! is just another branch, a change that waits for its delay blocks nothing else: Services keep
-//! being applied and newer Endpoints changes keep being queued behind it, in order.
+//! The loop is one `tokio::select!` over four sources: shutdown, the Service watch, the
+//! EndpointSlice watch, and the [`SyncDelayQueue`] of slice changes waiting for their turn. Because
+//! the queue is just another branch, a change that waits for its delay blocks nothing else:
+//! Services keep being applied and newer slice changes keep being queued behind it, in order.
 //!
 //! The streams carry [`Change`]s, the watcher's vocabulary (`Applied`, `Deleted`, `Restarted` after
 //! a relist), so tests can feed the loop from plain channels without an apiserver.
@@ -15,7 +16,8 @@
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use minik_api::core::{Endpoints, Service};
+use minik_api::core::Service;
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::ObjectKey;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
@@ -34,7 +36,7 @@ pub enum Change<K> {
     Restarted(Vec<K>),
 }
 
-/// Runs until `shutdown` fires, feeding `proxier` from the two streams. Endpoints changes are held
+/// Runs until `shutdown` fires, feeding `proxier` from the two streams. Slice changes are held
 /// back `sync_delay` each (zero: applied as soon as they arrive). Returns after closing every
 /// listener; established connections are the caller's to wait for.
 pub async fn sync_loop<S, E>(
@@ -45,7 +47,7 @@ pub async fn sync_loop<S, E>(
     shutdown: CancellationToken,
 ) where
     S: Stream<Item = Change<Service>> + Unpin,
-    E: Stream<Item = Change<Endpoints>> + Unpin,
+    E: Stream<Item = Change<EndpointSlice>> + Unpin,
 {
     // Fused, so a stream that has ended keeps answering `None` (its branch is then skipped).
     let mut services = services.fuse();
@@ -56,7 +58,7 @@ pub async fn sync_loop<S, E>(
             _ = shutdown.cancelled() => break,
             Some(change) = services.next() => sync_service(proxier, change),
             Some(change) = endpoints.next() => {
-                debug!(waiting = delayed.len(), ?sync_delay, "queued endpoints change");
+                debug!(waiting = delayed.len(), ?sync_delay, "queued endpointslice change");
                 delayed.push(change);
             }
             change = delayed.next() => sync_endpoints(proxier, change),
@@ -74,13 +76,11 @@ fn sync_service(proxier: &mut Proxier, change: Change<Service>) {
     }
 }
 
-/// Applies one Endpoints change whose delay has passed.
-fn sync_endpoints(proxier: &mut Proxier, change: Change<Endpoints>) {
+/// Applies one EndpointSlice change whose delay has passed.
+fn sync_endpoints(proxier: &mut Proxier, change: Change<EndpointSlice>) {
     match change {
-        Change::Applied(endpoints) => proxier.on_endpoints_update(&endpoints),
-        Change::Deleted(endpoints) => {
-            proxier.on_endpoints_delete(&ObjectKey::of(&endpoints.metadata))
-        }
-        Change::Restarted(all) => proxier.on_endpoints_synced(&all),
+        Change::Applied(slice) => proxier.on_slices_update(std::slice::from_ref(&slice)),
+        Change::Deleted(slice) => proxier.on_slice_delete(&slice),
+        Change::Restarted(all) => proxier.on_slices_synced(&all),
     }
 }

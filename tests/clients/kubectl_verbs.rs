@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
-use minik_tests::wait::{pod, wait_for};
+use minik_tests::wait::{pod, wait_for, wait_for_all};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::support::{
@@ -408,14 +408,21 @@ async fn kubectl_get_services_endpoints_and_delete_with_grace_period_as_the_seed
     assert_eq!(endpoints[1], format!("{ip}:8080"), "{both}");
 
     // kubectl 1.32's describe reads a Service's endpoints from its EndpointSlices, which the
-    // mirroring controller writes beside the Endpoints; wait for the slice on a watch first.
+    // EndpointSlice controller computes from the pods (named `web-<random>`, labelled with the
+    // Service's name); wait for the ready endpoint on a watch first.
     let slices: minik_client::Api<EndpointSlice> =
         minik_client::Api::namespaced(cluster.client(), "default");
-    let mirrored =
-        |slice: &EndpointSlice| slice.endpoints.iter().any(|e| e.addresses == [ip.clone()]);
-    wait_for(&slices, "web", mirrored, RUNNING)
+    let of_web = minik_client::ListParams::default().labels("kubernetes.io/service-name=web");
+    let ready = |all: &[EndpointSlice]| {
+        all.iter().flat_map(|s| &s.endpoints).any(|e| {
+            e.addresses == [ip.clone()] && e.conditions.as_ref().and_then(|c| c.ready) == Some(true)
+        })
+    };
+    let found = wait_for_all(&slices, of_web, ready, RUNNING)
         .await
-        .expect("the slice mirrors the Endpoints");
+        .expect("the slice lists the ready pod");
+    let slice_name = found[0].metadata.name.clone().unwrap_or_default();
+    assert!(slice_name.starts_with("web-"), "{slice_name}");
     let described = kubectl.ok(&["describe", "service", "web"]).await;
     let line = described
         .lines()
@@ -428,7 +435,7 @@ async fn kubectl_get_services_endpoints_and_delete_with_grace_period_as_the_seed
     );
     let listed = kubectl.ok(&["get", "endpointslices"]).await;
     assert_eq!(
-        cells(line_of(&listed, "web").expect("slice row"))[1..4],
+        cells(line_of(&listed, &slice_name).expect("slice row"))[1..4],
         ["IPv4", "8080", ip.as_str()],
         "{listed}"
     );

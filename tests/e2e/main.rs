@@ -13,6 +13,7 @@ mod rollout; // seed 002's rolling update, sampled on a watch
 mod scheduling; // unschedulable pods, spreading over nodes
 mod security; // 401, foreign CAs, a viewer's 403, the kubelet's authz, minik proxy, file modes
 mod services; // endpoints and the proxy
+mod slices; // EndpointSlices during a graceful deletion, the proxy's last-resort endpoints
 mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress deadline
 mod up; // minik up, status, down
 mod workload_faults; // scaling mid-rollout, the controller manager killed with -9

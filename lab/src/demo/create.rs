@@ -3,8 +3,8 @@
 //! Kubernetes counterpart: the creation journey of seed 000 ("What happens when a Pod is
 //! deleted?") and seed 002 ("Graceful shutdown in Kubernetes"), docs/seeds.md: the API
 //! server stores the pod, the scheduler binds it, the kubelet starts its process (CRI), gives it an
-//! IP (CNI), reports it Running and Ready, the endpoint controller adds it to its Service's
-//! Endpoints, and the proxy starts routing to it. Each step is printed as the demo observes it,
+//! IP (CNI), reports it Running and Ready, the endpoint controllers add it to its Service's
+//! Endpoints and EndpointSlices, and the proxy (which reads the slices) starts routing to it. Each step is printed as the demo observes it,
 //! with the time since the `apply`, taken from watches and from the components' own Events.
 
 use std::time::Duration;
@@ -176,7 +176,7 @@ fn describe(reason: &str, message: &str) -> Option<String> {
     match reason {
         "Scheduled" => Some(message.to_string()),
         "Started" | "Created" => Some(message.to_string()),
-        "EndpointAdded" => Some(message.to_string()),
+        "EndpointAdded" | "EndpointReady" => Some(message.to_string()),
         "EndpointsApplied" => Some(format!("{message} (now routing)")),
         _ => None,
     }

@@ -8,6 +8,10 @@
 //! sends SIGTERM. If the process exits before the slowest consumer has stopped sending it traffic,
 //! requests fail. A preStop sleep longer than that lag makes the failures disappear.
 //!
+//! Only what followed the delete is drawn: Events from before it (the replicas being set up) are
+//! left out, and a proxy update applied after the delete is named for what it did: the removal
+//! of the deleted pod, or an older change still routing to it.
+//!
 //! The proxy here stands for the slow external load balancer of seed 003 (docs/seeds.md): it
 //! applies endpoint changes `--sync-delay` late and does not retry a failed dial (`--dial-attempts
 //! 1`). The demo sends a steady load through it, deletes one replica, and counts what failed, once
@@ -133,6 +137,12 @@ async fn run_variant(
 
     // The app's own account of its shutdown, read from its log as it is written.
     let victim = names[0].clone();
+    let victim_ip = pods
+        .get(&victim)
+        .await?
+        .status
+        .and_then(|status| status.pod_ip)
+        .unwrap_or_default();
     let app_log = observe::follow_log(&pods, &victim).await?;
 
     let started = Instant::now();
@@ -165,7 +175,16 @@ async fn run_variant(
         outcome.t_ms -= delete_offset_ms;
     }
 
-    add_cluster_events(client, namespace, &victim, app, delete_sent, &mut timeline).await?;
+    let victim_pod = (victim.as_str(), victim_ip.as_str());
+    add_cluster_events(
+        client,
+        namespace,
+        victim_pod,
+        app,
+        delete_sent,
+        &mut timeline,
+    )
+    .await?;
     for (event, at) in timeline::app_marks(&app_log.await.unwrap_or_default()) {
         if event != "started" {
             timeline.add(Lane::Process, format!("app: {event}"), at);
@@ -185,7 +204,8 @@ async fn run_variant(
     })
 }
 
-/// Waits until the proxy has applied an endpoint set with every replica.
+/// Waits until the proxy has applied an endpoint set with every replica, so no change from the
+/// setup is still waiting out the sync delay when the pod is deleted.
 async fn wait_until_routed(observer: &mut Observer, replicas: usize) -> crate::Result<()> {
     loop {
         if let Seen::Event(event) = observer
@@ -194,12 +214,21 @@ async fn wait_until_routed(observer: &mut Observer, replicas: usize) -> crate::R
         {
             let message = event.message.as_deref().unwrap_or_default();
             if event.reason.as_deref() == Some("EndpointsApplied")
-                && message.matches(':').count() > replicas
+                && applied_endpoints(message).len() == replicas
             {
                 return Ok(());
             }
         }
     }
+}
+
+/// The endpoints listed in an `EndpointsApplied` message
+/// (`Applied endpoints for ns/name:port: ip:port,ip:port`, or `… <none>`).
+fn applied_endpoints(message: &str) -> Vec<&str> {
+    let list = message.rsplit(": ").next().unwrap_or_default();
+    list.split(',')
+        .filter(|entry| !entry.is_empty() && *entry != "<none>")
+        .collect()
 }
 
 /// Waits until the pod object is gone; returns when the watch saw it go.
@@ -219,11 +248,12 @@ async fn wait_until_removed(observer: &mut Observer, pod_name: &str) -> crate::R
     }
 }
 
-/// The Events of the deleted pod and of the Service, turned into marks.
+/// The Events of the deleted pod (`victim`: name and IP) and of the Service since the delete,
+/// turned into marks.
 async fn add_cluster_events(
     client: &Client,
     namespace: &str,
-    pod_name: &str,
+    victim: (&str, &str),
     service: &str,
     since: Timestamp,
     timeline: &mut Timeline,
@@ -232,6 +262,7 @@ async fn add_cluster_events(
         .list(&ListParams::default())
         .await?
         .items;
+    let (pod_name, _) = victim;
     let relevant: Vec<Event> = events
         .into_iter()
         .filter(|event| {
@@ -241,16 +272,30 @@ async fn add_cluster_events(
         })
         .collect();
     timeline.add_events(&relevant, |reason, message| {
-        describe(reason, message, pod_name)
+        describe(reason, message, victim)
     });
     Ok(())
 }
 
-/// The mark text of a deletion-time Event.
-fn describe(reason: &str, message: &str, pod_name: &str) -> Option<String> {
+/// The mark text of an Event that followed the delete of `victim` (name, IP).
+fn describe(reason: &str, message: &str, victim: (&str, &str)) -> Option<String> {
+    let (pod_name, ip) = victim;
+    let routes_to_victim = || {
+        applied_endpoints(message)
+            .iter()
+            .any(|entry| entry.rsplit_once(':').is_some_and(|(host, _)| host == ip))
+    };
     match reason {
-        "EndpointRemoved" if message.contains(pod_name) => Some("endpoint removed".to_string()),
-        "EndpointsApplied" => Some("proxy applied the new endpoints".to_string()),
+        "EndpointRemoved" if message.contains(pod_name) => {
+            Some("removed from the Endpoints".to_string())
+        }
+        "EndpointNotReady" if message.contains(pod_name) => {
+            Some("slice: not ready, terminating".to_string())
+        }
+        "EndpointsApplied" if routes_to_victim() => {
+            Some("proxy applied an older change (still routing to the pod)".to_string())
+        }
+        "EndpointsApplied" => Some("proxy applied the removal".to_string()),
         "PreStopHookStarted" => Some("preStop started".to_string()),
         "PreStopHookCompleted" => Some(
             if message.contains("cut short") {

@@ -6,6 +6,11 @@
 //! where load ran, a bar chart of answered and failed requests per 100 ms on the same time axis,
 //! so a newcomer can see failures line up with the gap between "SIGTERM" and "proxy applied".
 //! Nothing is loaded from the network: the page is one file with inline SVG and CSS.
+//!
+//! Labels never overlap and never leave the picture ([`layout_labels`]): a label goes right of its
+//! mark, or left of it near the right edge, on the first text row of its lane where it fits, and a
+//! lane grows a row when none does. The SVG scales to the page's width (`viewBox`), so a narrow
+//! window shrinks the picture rather than cutting it.
 
 use std::fmt::Write;
 
@@ -26,9 +31,18 @@ pub struct Section<'a> {
 
 const WIDTH: f64 = 1100.0;
 const LABEL: f64 = 170.0;
+/// The smallest lane height; a lane with more text rows is taller.
 const LANE: f64 = 50.0;
+/// One text row of a lane.
+const ROW: f64 = 14.0;
 const BARS: f64 = 120.0;
 const BUCKET_MS: f64 = 100.0;
+/// Width of one character of an 11 px label (a generous average for sans-serif).
+const CHAR: f64 = 6.3;
+/// Room between a mark and its label, and between two labels.
+const GAP: f64 = 7.0;
+/// The right margin labels keep.
+const RIGHT: f64 = WIDTH - 6.0;
 
 /// Renders the whole page.
 pub fn render(title: &str, sections: &[Section<'_>]) -> String {
@@ -54,6 +68,58 @@ pub fn render(title: &str, sections: &[Section<'_>]) -> String {
     html
 }
 
+/// Where one label goes: its text row in the lane, its left edge and whether it is drawn left of
+/// its mark (`text-anchor: end`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Placement {
+    /// The text row, from 0 (top of the lane).
+    pub row: usize,
+    /// Left edge of the label's box.
+    pub left: f64,
+    /// Right edge of the label's box.
+    pub right: f64,
+}
+
+/// Places labels of `widths` for marks at `xs` (sorted or not) so that none overlaps another on
+/// its row and all stay between [`LABEL`] and [`RIGHT`].
+pub fn layout_labels(marks: &[(f64, f64)]) -> Vec<Placement> {
+    let mut rows: Vec<Vec<(f64, f64)>> = Vec::new();
+    marks
+        .iter()
+        .map(|&(x, width)| {
+            let (left, right) = if x + GAP + width <= RIGHT {
+                (x + GAP, x + GAP + width)
+            } else if x - GAP - width >= LABEL {
+                (x - GAP - width, x - GAP)
+            } else {
+                let left = (RIGHT - width).max(LABEL);
+                (left, left + width)
+            };
+            let free = |row: &Vec<(f64, f64)>| {
+                row.iter()
+                    .all(|&(l, r)| right + GAP <= l || left >= r + GAP)
+            };
+            let row = match rows.iter().position(free) {
+                Some(row) => row,
+                None => {
+                    rows.push(Vec::new());
+                    rows.len() - 1
+                }
+            };
+            rows[row].push((left, right));
+            Placement { row, left, right }
+        })
+        .collect()
+}
+
+/// A lane of the picture: its marks with their label placements, and its height.
+type LaidLane<'a> = (Lane, Vec<(&'a super::timeline::Mark, Placement)>, f64);
+
+/// The text of a mark's label.
+fn label_text(mark: &super::timeline::Mark) -> String {
+    format!("{} ({:.0} ms)", mark.event, mark.t_ms)
+}
+
 /// The SVG of one section: lanes with their marks, then the request bars.
 fn svg(section: &Section<'_>) -> String {
     let lanes: Vec<Lane> = Lane::ALL
@@ -69,57 +135,70 @@ fn svg(section: &Section<'_>) -> String {
         .collect();
     let (start, end) = time_range(section);
     let scale = Scale { start, end };
+    // Each lane's marks with their label placements, and the lane's height.
+    let laid: Vec<LaidLane<'_>> = lanes
+        .iter()
+        .map(|lane| {
+            let marks: Vec<_> = section
+                .timeline
+                .marks
+                .iter()
+                .filter(|mark| mark.component == *lane)
+                .collect();
+            let boxes: Vec<(f64, f64)> = marks
+                .iter()
+                .map(|mark| {
+                    (
+                        scale.x(mark.t_ms),
+                        label_text(mark).chars().count() as f64 * CHAR,
+                    )
+                })
+                .collect();
+            let placed: Vec<_> = marks.into_iter().zip(layout_labels(&boxes)).collect();
+            let rows = placed.iter().map(|(_, p)| p.row + 1).max().unwrap_or(1);
+            let height = LANE.max(rows as f64 * ROW + 22.0);
+            (*lane, placed, height)
+        })
+        .collect();
+    let lanes_height: f64 = laid.iter().map(|(_, _, h)| h).sum();
     let bars_height = if section.outcomes.is_empty() {
         0.0
     } else {
         BARS + 20.0
     };
-    let height = 30.0 + lanes.len() as f64 * LANE + bars_height + 30.0;
+    let height = 30.0 + lanes_height + bars_height + 30.0;
     let mut out = String::new();
-    let _ = writeln!(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" class=\"timeline\">");
+    let _ = writeln!(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {height}\" width=\"100%\" style=\"max-width:{WIDTH}px\" class=\"timeline\">");
     axis(&mut out, &scale, height - 20.0);
-    for (row, lane) in lanes.iter().enumerate() {
-        let y = 30.0 + row as f64 * LANE;
+    let bottom = 30.0 + lanes_height;
+    let mut y = 30.0;
+    for (row, (lane, placed, lane_height)) in laid.iter().enumerate() {
         let _ = writeln!(
             out,
-            "<g class=\"lane\" data-lane=\"{0}\"><rect x=\"0\" y=\"{1}\" width=\"{WIDTH}\" height=\"{LANE}\" class=\"band{2}\"/><text x=\"8\" y=\"{3}\" class=\"lane-name\">{0}</text>",
+            "<g class=\"lane\" data-lane=\"{0}\"><rect x=\"0\" y=\"{1}\" width=\"{WIDTH}\" height=\"{lane_height}\" class=\"band{2}\"/><text x=\"8\" y=\"{3}\" class=\"lane-name\">{0}</text>",
             lane.name(),
             y,
             row % 2,
-            y + LANE / 2.0 + 4.0
+            y + 18.0
         );
-        // Labels go on the first of three text rows where they do not overlap the previous one.
-        let mut row_ends = [f64::MIN; 3];
-        for mark in section
-            .timeline
-            .marks
-            .iter()
-            .filter(|mark| mark.component == *lane)
-        {
+        for (mark, place) in placed {
             let x = scale.x(mark.t_ms);
-            let width = (mark.event.len() + 10) as f64 * 5.6;
-            let row = row_ends.iter().position(|end| x > *end).unwrap_or(0);
-            row_ends[row] = x + width;
-            let label_y = y + 12.0 + row as f64 * 14.0;
+            let label_y = y + 14.0 + place.row as f64 * ROW;
             let _ = writeln!(
                 out,
-                "<line x1=\"{x:.1}\" y1=\"30\" x2=\"{x:.1}\" y2=\"{bottom:.1}\" class=\"guide\"/><circle cx=\"{x:.1}\" cy=\"{cy:.1}\" r=\"5\" class=\"mark\"><title>{event} at {t:.1} ms</title></circle><text x=\"{tx:.1}\" y=\"{label_y:.1}\" class=\"mark-label\">{event} ({t:.0} ms)</text>",
-                bottom = 30.0 + lanes.len() as f64 * LANE,
-                cy = y + LANE / 2.0,
+                "<line x1=\"{x:.1}\" y1=\"30\" x2=\"{x:.1}\" y2=\"{bottom:.1}\" class=\"guide\"/><circle cx=\"{x:.1}\" cy=\"{cy:.1}\" r=\"5\" class=\"mark\"><title>{event} at {t:.1} ms</title></circle><text x=\"{tx:.1}\" y=\"{label_y:.1}\" class=\"mark-label\">{label}</text>",
+                cy = y + lane_height - 9.0,
                 event = escape(&mark.event),
                 t = mark.t_ms,
-                tx = x + 7.0,
+                tx = place.left,
+                label = escape(&label_text(mark)),
             );
         }
         out.push_str("</g>\n");
+        y += lane_height;
     }
     if !section.outcomes.is_empty() {
-        bars(
-            &mut out,
-            &scale,
-            section.outcomes,
-            30.0 + lanes.len() as f64 * LANE + 20.0,
-        );
+        bars(&mut out, &scale, section.outcomes, bottom + 20.0);
     }
     out.push_str("</svg>\n");
     out
@@ -167,7 +246,9 @@ fn axis(out: &mut String, scale: &Scale, y: f64) {
     let mut tick = (scale.start / step).ceil() * step;
     while tick <= scale.end {
         let x = scale.x(tick);
-        let _ = writeln!(out, "<line x1=\"{x:.1}\" y1=\"{y}\" x2=\"{x:.1}\" y2=\"{}\" class=\"tick\"/><text x=\"{x:.1}\" y=\"{}\" class=\"tick-label\">{tick:.0} ms</text>", y + 5.0, y + 17.0);
+        // `-0.0 + 0.0` is `0.0`: no "-0 ms" tick.
+        let shown = tick + 0.0;
+        let _ = writeln!(out, "<line x1=\"{x:.1}\" y1=\"{y}\" x2=\"{x:.1}\" y2=\"{}\" class=\"tick\"/><text x=\"{x:.1}\" y=\"{}\" class=\"tick-label\">{shown:.0} ms</text>", y + 5.0, y + 17.0);
         tick += step;
     }
 }
@@ -217,6 +298,29 @@ const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#222}section{
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_never_overlap_on_a_row_and_stay_inside_the_picture() {
+        // Marks crowded together, and some at the very right edge.
+        let marks: Vec<(f64, f64)> = [180.0, 185.0, 190.0, 600.0, 610.0, 1060.0, 1070.0, 1090.0]
+            .iter()
+            .map(|&x| (x, 240.0))
+            .collect();
+        let placed = layout_labels(&marks);
+        for (i, a) in placed.iter().enumerate() {
+            assert!(a.left >= LABEL && a.right <= RIGHT, "{a:?} inside");
+            for b in &placed[i + 1..] {
+                let apart = a.right + GAP <= b.left || b.right + GAP <= a.left;
+                assert!(a.row != b.row || apart, "{a:?} and {b:?} overlap");
+            }
+        }
+        assert!(
+            placed[5].right <= 1060.0,
+            "near the right edge a label goes left of its mark"
+        );
+        assert_eq!(placed[0].row, 0);
+        assert_eq!(placed[1].row, 1, "a crowded label takes the next row");
+    }
 
     #[test]
     fn the_page_has_one_lane_per_component_with_marks_and_request_bars() {

@@ -28,6 +28,10 @@ pub enum Lane {
     Scheduler,
     /// The endpoint controller: the pod added to or removed from the Endpoints.
     EndpointController,
+    /// The EndpointSlice controller: the pod's endpoint ready, or not ready (terminating), in the
+    /// Service's slices, which the proxy reads.
+    #[serde(rename = "endpointslice-controller")]
+    EndpointSliceController,
     /// The proxy: the new endpoint set applied to its load balancer.
     Proxy,
     /// The kubelet: hooks, signals, process start and stop.
@@ -38,11 +42,12 @@ pub enum Lane {
 
 impl Lane {
     /// Every lane, top to bottom, as the picture draws them.
-    pub const ALL: [Lane; 7] = [
+    pub const ALL: [Lane; 8] = [
         Lane::Client,
         Lane::Apiserver,
         Lane::Scheduler,
         Lane::EndpointController,
+        Lane::EndpointSliceController,
         Lane::Proxy,
         Lane::Kubelet,
         Lane::Process,
@@ -55,6 +60,7 @@ impl Lane {
             Lane::Apiserver => "apiserver",
             Lane::Scheduler => "scheduler",
             Lane::EndpointController => "endpoint-controller",
+            Lane::EndpointSliceController => "endpointslice-controller",
             Lane::Proxy => "proxy",
             Lane::Kubelet => "kubelet",
             Lane::Process => "process",
@@ -67,6 +73,7 @@ impl Lane {
             "kubelet" => Some(Lane::Kubelet),
             "default-scheduler" | "scheduler" => Some(Lane::Scheduler),
             "endpoint-controller" | "endpoints-controller" => Some(Lane::EndpointController),
+            "endpointslice-controller" => Some(Lane::EndpointSliceController),
             "proxy" | "kube-proxy" | "minik-proxy" => Some(Lane::Proxy),
             "apiserver" => Some(Lane::Apiserver),
             _ => None,
@@ -120,7 +127,7 @@ impl Timeline {
     pub fn print(&self) {
         for mark in &self.marks {
             println!(
-                "  {:>+9.1} ms  {:<20} {}",
+                "  {:>+9.1} ms  {:<24} {}",
                 mark.t_ms,
                 mark.component.name(),
                 mark.event
@@ -242,6 +249,13 @@ mod tests {
                 (Lane::Kubelet, "SIGTERM sent", 250.0)
             ]
         );
+    }
+
+    #[test]
+    fn every_lane_has_one_name_in_json_and_in_the_picture() {
+        for lane in Lane::ALL {
+            assert_eq!(serde_json::to_value(lane).unwrap(), lane.name());
+        }
     }
 
     #[test]

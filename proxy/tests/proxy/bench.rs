@@ -88,9 +88,7 @@ async fn proxy_to(backend: &SocketAddr, name: &str, cluster_ip: &str) -> (Harnes
     harness
         .proxier
         .on_service_update(&service(name, cluster_ip, 18080));
-    harness
-        .proxier
-        .on_endpoints_update(&endpoints(name, &[*backend]));
+    harness.proxier.on_slices_update(&slices(name, &[*backend]));
     let listen = harness.state.wait_for_listener(&port_name(name)).await;
     (harness, listen)
 }

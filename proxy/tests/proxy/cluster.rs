@@ -1,11 +1,12 @@
 //! The whole proxy against a real apiserver (in-process, in-memory storage): Services and
-//! Endpoints arrive through list + watch, and each applied change becomes an `EndpointsApplied`
+//! EndpointSlices arrive through list + watch, and each applied change becomes an `EndpointsApplied`
 //! Event on the Service.
 
 use std::sync::Arc;
 
 use futures::StreamExt;
-use minik_api::core::{Endpoints, Event, Service};
+use minik_api::core::{Event, Service};
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_client::{Api, Client, DeleteParams, ListParams};
 use minik_proxy::state::ProxyState;
 use minik_proxy::Config;
@@ -46,9 +47,9 @@ async fn wait_for_event(client: &Client, reason: &str) -> Event {
         .expect("stream")
 }
 
-/// A Service and its Endpoints created through the API get a listener on `clusterIP:port`, traffic
-/// flows to the endpoint, the change is published as an Event, and deleting the Endpoints empties
-/// the port. `serve` returns once shut down.
+/// A Service and its EndpointSlice created through the API get a listener on `clusterIP:port`,
+/// traffic flows to the endpoint, the change is published as an Event, and deleting the slice
+/// empties the port. `serve` returns once shut down.
 #[tokio::test]
 async fn the_proxy_follows_services_and_endpoints_through_the_apiserver() {
     let shutdown = CancellationToken::new();
@@ -77,11 +78,11 @@ async fn the_proxy_follows_services_and_endpoints_through_the_apiserver() {
         .create(&service("api", "127.96.250.41", 18080))
         .await
         .expect("create service");
-    let endpoints_api = Api::<Endpoints>::namespaced(client.clone(), "default");
-    endpoints_api
-        .create(&endpoints("api", &[backend.address]))
+    let slices = Api::<EndpointSlice>::namespaced(client.clone(), "default");
+    slices
+        .create(&slice("api", backend.address))
         .await
-        .expect("create endpoints");
+        .expect("create endpointslice");
 
     let listen = tokio::time::timeout(PATIENCE, state.wait_for_listener(&port_name("api")))
         .await
@@ -108,10 +109,10 @@ async fn the_proxy_follows_services_and_endpoints_through_the_apiserver() {
     assert_eq!(event.reporting_component.as_deref(), Some("proxy"));
     assert!(event.event_time.is_some(), "sub-second eventTime");
 
-    endpoints_api
-        .delete("api", &DeleteParams::default())
+    slices
+        .delete("api-0", &DeleteParams::default())
         .await
-        .expect("delete endpoints");
+        .expect("delete endpointslice");
     let change = tokio::time::timeout(PATIENCE, applied.recv())
         .await
         .expect("applied")

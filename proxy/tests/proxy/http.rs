@@ -15,7 +15,7 @@ async fn metrics_proxies_and_applied_are_served() {
         .on_service_update(&service("seen", "127.96.250.21", 18080));
     harness
         .proxier
-        .on_endpoints_update(&endpoints("seen", &[backend.address]));
+        .on_slices_update(&slices("seen", &[backend.address]));
     let listen = harness.state.wait_for_listener(&port_name("seen")).await;
     assert!(greeting(listen).await.is_some());
 

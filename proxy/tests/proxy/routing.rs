@@ -22,9 +22,7 @@ async fn traffic_reaches_every_backend_round_robin() {
     harness
         .proxier
         .on_service_update(&service("rr", "127.96.250.1", 18080));
-    harness
-        .proxier
-        .on_endpoints_update(&endpoints("rr", &addresses));
+    harness.proxier.on_slices_update(&slices("rr", &addresses));
     let listen = harness.state.wait_for_listener(&port_name("rr")).await;
     assert_eq!(
         listen,
@@ -57,7 +55,7 @@ async fn a_dead_backend_is_skipped() {
         .on_service_update(&service("skip", "127.96.250.2", 18080));
     harness
         .proxier
-        .on_endpoints_update(&endpoints("skip", &[live.address, dead]));
+        .on_slices_update(&slices("skip", &[live.address, dead]));
     let listen = harness.state.wait_for_listener(&port_name("skip")).await;
 
     for _ in 0..4 {
@@ -89,7 +87,7 @@ async fn a_single_dial_attempt_does_not_retry() {
         .on_service_update(&service("noretry", "127.96.250.3", 18080));
     harness
         .proxier
-        .on_endpoints_update(&endpoints("noretry", &[live.address, dead]));
+        .on_slices_update(&slices("noretry", &[live.address, dead]));
     let listen = harness.state.wait_for_listener(&port_name("noretry")).await;
 
     let mut outcomes = Vec::new();
@@ -147,7 +145,7 @@ async fn endpoint_changes_move_new_connections_but_keep_established_ones() {
         .on_service_update(&service("move", "127.96.250.5", 18080));
     harness
         .proxier
-        .on_endpoints_update(&endpoints("move", &[first.address]));
+        .on_slices_update(&slices("move", &[first.address]));
     let listen = harness.state.wait_for_listener(&port_name("move")).await;
 
     let mut established = TcpStream::connect(listen).await.expect("connect");
@@ -156,7 +154,7 @@ async fn endpoint_changes_move_new_connections_but_keep_established_ones() {
 
     harness
         .proxier
-        .on_endpoints_update(&endpoints("move", &[second.address]));
+        .on_slices_update(&slices("move", &[second.address]));
     for _ in 0..3 {
         let line = greeting(listen).await.expect("greeting");
         assert_eq!(line, format!("hello from {}", second.address));
@@ -190,7 +188,7 @@ async fn a_taken_cluster_address_falls_back_to_a_loopback_node_port() {
         .on_service_update(&service("taken", "127.96.250.6", 18080));
     harness
         .proxier
-        .on_endpoints_update(&endpoints("taken", &[backend.address]));
+        .on_slices_update(&slices("taken", &[backend.address]));
     let listen = harness.state.wait_for_listener(&port_name("taken")).await;
 
     let info = &harness.state.proxies()["default/taken:http"];
@@ -242,8 +240,8 @@ async fn deleting_a_service_closes_its_listener() {
     assert!(refused.is_ok(), "the listener was closed");
 }
 
-/// A relist that repeats unchanged Endpoints applies nothing new (no log, no record, no Event),
-/// and one that lacks an Endpoints object empties that service's ports.
+/// A relist that repeats unchanged slices applies nothing new (no log, no record, no Event), and
+/// one that lacks the service's slices empties its ports.
 #[tokio::test]
 async fn a_relist_records_only_real_changes() {
     let backend = Backend::start("127.244.9.81").await;
@@ -251,16 +249,16 @@ async fn a_relist_records_only_real_changes() {
     harness
         .proxier
         .on_service_update(&service("relist", "127.96.250.8", 18080));
-    let objects = [endpoints("relist", &[backend.address])];
-    harness.proxier.on_endpoints_synced(&objects);
-    harness.proxier.on_endpoints_synced(&objects);
+    let objects = slices("relist", &[backend.address]);
+    harness.proxier.on_slices_synced(&objects);
+    harness.proxier.on_slices_synced(&objects);
     assert_eq!(
         harness.state.applied().len(),
         1,
         "the repeat changed nothing"
     );
 
-    harness.proxier.on_endpoints_synced(&[]);
+    harness.proxier.on_slices_synced(&[]);
     let applied = harness.state.applied();
     assert_eq!(applied.len(), 2);
     assert!(
@@ -290,13 +288,11 @@ async fn a_renamed_port_keeps_its_cluster_address() {
         .expect("ports");
     ports[0].name = Some("web".into());
     harness.proxier.on_service_update(&renamed);
-    let mut endpoints = endpoints("rename", &[backend.address]);
-    for subset in endpoints.subsets.iter_mut().flatten() {
-        for port in subset.ports.iter_mut().flatten() {
-            port.name = Some("web".into());
-        }
+    let mut renamed_slice = slice("rename", backend.address);
+    for port in renamed_slice.ports.iter_mut().flatten() {
+        port.name = Some("web".into());
     }
-    harness.proxier.on_endpoints_update(&endpoints);
+    harness.proxier.on_slices_update(&[renamed_slice]);
 
     let proxies = harness.state.proxies();
     assert_eq!(proxies.keys().collect::<Vec<_>>(), ["default/rename:web"]);
@@ -305,4 +301,34 @@ async fn a_renamed_port_keeps_its_cluster_address() {
     assert_eq!(info.listen_address, "127.96.250.9:18080".parse().unwrap());
     let line = greeting(info.listen_address).await;
     assert_eq!(line, Some(format!("hello from {}", backend.address)));
+}
+
+/// A Service's slices are merged: deleting one slice leaves the endpoints of the others, and a
+/// slice whose only endpoint is terminating but still serving keeps traffic while nothing is ready.
+#[tokio::test]
+async fn slices_of_one_service_are_merged_and_terminating_endpoints_are_the_last_resort() {
+    let first = Backend::start("127.244.9.101").await;
+    let second = Backend::start("127.244.9.102").await;
+    let mut harness = Harness::new();
+    harness
+        .proxier
+        .on_service_update(&service("merge", "127.96.250.10", 18080));
+    let both = slices("merge", &[first.address, second.address]);
+    harness.proxier.on_slices_update(&both);
+    harness.proxier.on_slice_delete(&both[1]);
+    let applied = harness.state.applied();
+    assert_eq!(applied.last().unwrap().endpoints, vec![first.address]);
+
+    let mut draining = both[0].clone();
+    draining.endpoints[0].conditions = serde_json::from_value(
+        serde_json::json!({"ready": false, "serving": true, "terminating": true}),
+    )
+    .unwrap();
+    harness.proxier.on_slices_update(&[draining]);
+    let listen = harness.state.wait_for_listener(&port_name("merge")).await;
+    assert_eq!(
+        greeting(listen).await,
+        Some(format!("hello from {}", first.address)),
+        "no ready endpoint left: the serving terminating one still answers"
+    );
 }

@@ -1,10 +1,11 @@
-//! Fixtures: identifying backends, Service/Endpoints builders and a proxier harness.
+//! Fixtures: identifying backends, Service/EndpointSlice builders and a proxier harness.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use minik_api::core::{Endpoints, Service};
+use minik_api::core::Service;
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::ObjectKey;
 use minik_proxy::proxier::{Proxier, ProxierConfig};
 use minik_proxy::service_port::ServicePortName;
@@ -119,23 +120,28 @@ pub fn service(name: &str, cluster_ip: &str, port: u16) -> Service {
     .expect("service fixture")
 }
 
-/// The Endpoints of `default/<name>`: the given ready addresses (one subset each, since each
-/// backend has its own port), port name `http`.
-pub fn endpoints(name: &str, ready: &[SocketAddr]) -> Endpoints {
-    let subsets: Vec<_> = ready
+/// The EndpointSlices of `default/<name>`: one per backend, since each backend has its own port
+/// (`<name>-0`, `<name>-1` …), every endpoint ready, port name `http`.
+pub fn slices(name: &str, ready: &[SocketAddr]) -> Vec<EndpointSlice> {
+    ready
         .iter()
-        .map(|address| {
-            json!({
-                "addresses": [{"ip": address.ip().to_string()}],
-                "ports": [{"name": "http", "port": address.port()}]
-            })
+        .enumerate()
+        .map(|(index, address)| {
+            serde_json::from_value(json!({
+                "metadata": {"namespace": "default", "name": format!("{name}-{index}"),
+                             "labels": {"kubernetes.io/service-name": name}},
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": [address.ip().to_string()], "conditions": {"ready": true}}],
+                "ports": [{"name": "http", "port": address.port(), "protocol": "TCP"}]
+            }))
+            .expect("slice fixture")
         })
-        .collect();
-    serde_json::from_value(json!({
-        "metadata": {"namespace": "default", "name": name},
-        "subsets": subsets
-    }))
-    .expect("endpoints fixture")
+        .collect()
+}
+
+/// The one slice of `default/<name>` routing to `backend`.
+pub fn slice(name: &str, backend: SocketAddr) -> EndpointSlice {
+    slices(name, &[backend]).remove(0)
 }
 
 /// The `http` port of `default/<name>`.

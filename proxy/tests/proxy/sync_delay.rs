@@ -1,17 +1,18 @@
-//! `--sync-delay`: each Endpoints change is applied that long after it was observed, while Service
+//! `--sync-delay`: each EndpointSlice change is applied that long after it was observed, while Service
 //! changes go through at once.
 
 use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
-use minik_api::core::{Endpoints, Service};
+use minik_api::core::Service;
+use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_proxy::state::ProxyState;
 use minik_proxy::sync::{sync_loop, Change};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::*;
 
-/// An Endpoints change sent at t0 is applied at t0 + delay (within scheduling noise), and a Service
+/// A slice change sent at t0 is applied at t0 + delay (within scheduling noise), and a Service
 /// change sent after it is applied before it: the delay queues, it does not block the loop.
 #[tokio::test]
 async fn the_sync_delay_holds_an_endpoints_change_back_by_the_delay() {
@@ -22,7 +23,7 @@ async fn the_sync_delay_holds_an_endpoints_change_back_by_the_delay() {
     let shutdown = harness.shutdown.clone();
     let stop_token = harness.shutdown.clone();
     let (services_tx, services_rx) = mpsc::unbounded::<Change<Service>>();
-    let (endpoints_tx, endpoints_rx) = mpsc::unbounded::<Change<Endpoints>>();
+    let (endpoints_tx, endpoints_rx) = mpsc::unbounded::<Change<EndpointSlice>>();
     let mut applied = state.subscribe_applied();
     let sync = tokio::spawn(async move {
         sync_loop(
@@ -38,7 +39,7 @@ async fn the_sync_delay_holds_an_endpoints_change_back_by_the_delay() {
 
     let sent = Instant::now();
     endpoints_tx
-        .unbounded_send(Change::Applied(endpoints("slow", &[backend.address])))
+        .unbounded_send(Change::Applied(slice("slow", backend.address)))
         .unwrap();
     services_tx
         .unbounded_send(Change::Applied(service("slow", "127.96.250.11", 18080)))
@@ -50,7 +51,7 @@ async fn the_sync_delay_holds_an_endpoints_change_back_by_the_delay() {
     let listener_opened = sent.elapsed();
     assert!(
         listener_opened < delay,
-        "the Service waited behind the Endpoints: {listener_opened:?}"
+        "the Service waited behind the slice: {listener_opened:?}"
     );
     // Until the delay has passed the port has no endpoint: connections are closed at once.
     assert_eq!(greeting(listen).await, None);
@@ -88,7 +89,7 @@ async fn delayed_endpoints_changes_are_applied_in_order() {
     let shutdown = harness.shutdown.clone();
     let stop_token = harness.shutdown.clone();
     let (_services_tx, services_rx) = mpsc::unbounded::<Change<Service>>();
-    let (endpoints_tx, endpoints_rx) = mpsc::unbounded::<Change<Endpoints>>();
+    let (endpoints_tx, endpoints_rx) = mpsc::unbounded::<Change<EndpointSlice>>();
     let mut applied = state.subscribe_applied();
     let sync = tokio::spawn(async move {
         sync_loop(
@@ -103,13 +104,13 @@ async fn delayed_endpoints_changes_are_applied_in_order() {
     });
 
     endpoints_tx
-        .unbounded_send(Change::Applied(endpoints("order", &[a.address])))
+        .unbounded_send(Change::Applied(slice("order", a.address)))
         .unwrap();
     endpoints_tx
-        .unbounded_send(Change::Applied(endpoints("order", &[b.address])))
+        .unbounded_send(Change::Applied(slice("order", b.address)))
         .unwrap();
     endpoints_tx
-        .unbounded_send(Change::Deleted(endpoints("order", &[])))
+        .unbounded_send(Change::Deleted(slice("order", b.address)))
         .unwrap();
     let mut seen = Vec::new();
     for _ in 0..3 {
