@@ -15,7 +15,8 @@
 //!    A failed one is restarted (with backoff) unless `restartPolicy: Never`, which fails the pod.
 //! 3. Then every app container is started; an exited one is restarted per `restartPolicy`
 //!    (Always: always; OnFailure: on a non-zero exit; Never: never).
-//! 4. A restart waits out the backoff: the first crash restarts at once, the next ones wait
+//! 4. A start held by a missing ConfigMap or Secret (`CreateContainerConfigError`) is tried again
+//!    on every sync. A restart waits out the backoff: the first crash restarts at once, the next ones wait
 //!    `base`, `2 × base`, … up to `max` (10 s … 300 s upstream). After 10 minutes of running the
 //!    count starts over.
 //! 5. A running container whose liveness (or startup) probe failed is killed; its exit then
@@ -95,6 +96,9 @@ pub enum StartFailureKind {
     Image,
     /// The program could not be started (`RunContainerError`, then `CrashLoopBackOff`).
     Run,
+    /// A ConfigMap, Secret or key it references is missing (`CreateContainerConfigError`):
+    /// retried on every sync, with no backoff of its own.
+    Config,
 }
 
 /// The kubelet's memory of a start that failed (no runtime container exists for it).
@@ -356,6 +360,15 @@ fn start_failure_step(
     attempt: u32,
     out: &mut Vec<Action>,
 ) {
+    if failure.kind == StartFailureKind::Config {
+        // The worker syncs again when a ConfigMap or Secret changes: try again each time.
+        out.push(Action::StartContainer {
+            name,
+            init,
+            attempt,
+        });
+        return;
+    }
     let delay = input.backoff.retry_delay(failure.count);
     let until = add(failure.at, delay);
     let flip_at = add(failure.at, IMAGE_PULL_ERROR_SHOWN_FOR.min(delay / 2));
