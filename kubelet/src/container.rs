@@ -5,11 +5,11 @@
 //! `pkg/kubelet/kubelet_pods.go` (the spec's `env`, `valueFrom.fieldRef`, `$(VAR)` expansion in
 //! `command`/`args`), plus the image pull step (`pkg/kubelet/images/image_manager.go`).
 //!
-//! minik simplifies: there are no images. A container with a `command` runs that host program
-//! (argv exactly as given, no shell). A container without one must use a built-in "image":
-//! `minik/web` (aliases `nginx`, `nginx:*`) runs `{minik} image web`, `minik/sleep` runs
-//! `{minik} image sleep`; the `args` follow. Anything else fails like an image pull would
-//! (`ErrImagePull`). The environment is built from scratch (nothing leaks from the kubelet
+//! minik simplifies: there are no images. A table of well-known images (`images/mod.rs`,
+//! docs/images.md) gives each an ENTRYPOINT and CMD on the host, and Docker's rules combine them
+//! with `command` and `args`: `busybox` with `args: [sleep, "3600"]` runs the host's `sleep`,
+//! `nginx` runs `{minik} image web`. A `command` runs that host program (no shell) whatever the
+//! image; an unknown image without one fails like an image pull would (`ErrImagePull`). The environment is built from scratch (nothing leaks from the kubelet
 //! except `PATH` and `HOME`), with the variables a pod needs to find itself and the API server.
 
 use std::collections::BTreeMap;
@@ -71,7 +71,7 @@ pub struct ImageError {
     pub message: String,
 }
 
-/// The built-in program an image names, if any (`web` or `sleep`; see `images/mod.rs`).
+/// The built-in program an image names, if any (`web`, `sleep`, `agnhost`; see `images/mod.rs`).
 pub fn builtin_image(image: &str) -> Option<&'static str> {
     crate::images::builtin_for_image(image)
 }
@@ -80,36 +80,50 @@ pub fn builtin_image(image: &str) -> Option<&'static str> {
 pub fn image_error(image: &str) -> ImageError {
     ImageError {
         message: format!(
-            "minik runs no container images: image \"{image}\" is not a built-in program (minik/web, nginx); \
-             set command to run a host program"
+            "minik runs no container images: image \"{image}\" is not in its image table ({}); \
+             set command to run a host program",
+            crate::images::known_images()
         ),
     }
 }
 
-/// The argv to run: `command` + `args` (with `$(VAR)` expanded), or the built-in image's program.
+/// The argv to run, by Docker's rules over the image table (`images::argv`), with `$(VAR)`
+/// expanded in `command` and `args`; a built-in program runs as `{minik} image NAME`.
 pub fn resolve_argv(
     container: &Container,
     minik_binary: &Path,
     env: &BTreeMap<String, String>,
 ) -> Result<Vec<String>, ImageError> {
-    let args = container.args.iter().flatten().map(|a| expand(a, env));
-    let command: Vec<String> = container
-        .command
-        .iter()
-        .flatten()
-        .map(|c| expand(c, env))
-        .collect();
-    if !command.is_empty() {
-        return Ok(command.into_iter().chain(args).collect());
-    }
+    let expand_all = |items: &Option<Vec<String>>| -> Vec<String> {
+        items.iter().flatten().map(|a| expand(a, env)).collect()
+    };
     let image = container.image.as_deref().unwrap_or_default();
-    let program = builtin_image(image).ok_or_else(|| image_error(image))?;
-    let head = [
-        minik_binary.display().to_string(),
-        "image".into(),
-        program.into(),
-    ];
-    Ok(head.into_iter().chain(args).collect())
+    let mut argv = crate::images::argv(
+        image,
+        &expand_all(&container.command),
+        &expand_all(&container.args),
+    )
+    .ok_or_else(|| image_error(image))?;
+    if let Some(program) = argv[0].strip_prefix("minik:").map(str::to_string) {
+        argv.splice(
+            0..1,
+            [minik_binary.display().to_string(), "image".into(), program],
+        );
+    }
+    Ok(argv)
+}
+
+/// The image table's environment for `image` (the web server's document root).
+pub fn image_env(image: &str) -> BTreeMap<String, String> {
+    crate::images::lookup(image)
+        .map(|entry| {
+            entry
+                .env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The container's environment: PATH and HOME, the pod's own variables, service links, then the
@@ -143,6 +157,7 @@ pub fn build_env(
             .cloned()
             .unwrap_or_default(),
     );
+    base.extend(image_env(container.image.as_deref().unwrap_or_default()));
     let mut env = make_environment(pod, container, ctx, base, lookup)?;
     let first_port = container
         .ports
@@ -298,10 +313,10 @@ mod tests {
         other.image = Some("postgres:16".into());
         let error =
             resolve_argv(&other, Path::new("minik"), &BTreeMap::new()).expect_err("not built in");
-        assert_eq!(
-            error.message,
-            "minik runs no container images: image \"postgres:16\" is not a built-in program (minik/web, nginx); \
-             set command to run a host program"
+        assert!(
+            error.message.starts_with("minik runs no container images: image \"postgres:16\" is not in its image table (minik/web, httpd, minik/sleep, busybox"),
+            "{}",
+            error.message
         );
     }
 
