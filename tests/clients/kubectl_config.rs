@@ -16,14 +16,37 @@ async fn kubectl_creates_configmaps_and_secrets_from_literals_files_and_env_file
     let kubectl = Kubectl::new(binary, cluster.server_url());
     let file = kubectl.manifest("game.properties", "lives=3\nsecret.code=uuddlrlr\n");
     let env_file = kubectl.manifest("app.env", "# settings\nMODE=fast\nLEVEL=debug\n");
-    let (file, env_file) = (file.to_string_lossy().into_owned(), env_file.to_string_lossy().into_owned());
+    let (file, env_file) = (
+        file.to_string_lossy().into_owned(),
+        env_file.to_string_lossy().into_owned(),
+    );
 
     kubectl
-        .ok(&["create", "configmap", "game", "--from-literal=player=one", &format!("--from-file={file}")])
+        .ok(&[
+            "create",
+            "configmap",
+            "game",
+            "--from-literal=player=one",
+            &format!("--from-file={file}"),
+        ])
         .await;
-    kubectl.ok(&["create", "configmap", "app", &format!("--from-env-file={env_file}")]).await;
     kubectl
-        .ok(&["create", "secret", "generic", "db", "--from-literal=password=s3cr3t", &format!("--from-file=props={file}")])
+        .ok(&[
+            "create",
+            "configmap",
+            "app",
+            &format!("--from-env-file={env_file}"),
+        ])
+        .await;
+    kubectl
+        .ok(&[
+            "create",
+            "secret",
+            "generic",
+            "db",
+            "--from-literal=password=s3cr3t",
+            &format!("--from-file=props={file}"),
+        ])
         .await;
 
     let config_maps: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
@@ -31,18 +54,34 @@ async fn kubectl_creates_configmaps_and_secrets_from_literals_files_and_env_file
     let data = game.data.unwrap_or_default();
     assert_eq!(data["player"], "one");
     assert_eq!(data["game.properties"], "lives=3\nsecret.code=uuddlrlr\n");
-    let app = config_maps.get("app").await.expect("app").data.unwrap_or_default();
-    assert_eq!((app["MODE"].as_str(), app["LEVEL"].as_str()), ("fast", "debug"));
+    let app = config_maps
+        .get("app")
+        .await
+        .expect("app")
+        .data
+        .unwrap_or_default();
+    assert_eq!(
+        (app["MODE"].as_str(), app["LEVEL"].as_str()),
+        ("fast", "debug")
+    );
     let secrets: Api<Secret> = Api::namespaced(cluster.client(), "default");
     let db = secrets.get("db").await.expect("db");
     assert_eq!(db.type_.as_deref(), Some("Opaque"));
     assert_eq!(db.data.unwrap_or_default()["password"].0, b"s3cr3t");
 
     let table = kubectl.ok(&["get", "configmaps"]).await;
-    assert_eq!(cells(table.lines().next().unwrap()), ["NAME", "DATA", "AGE"], "{table}");
+    assert_eq!(
+        cells(table.lines().next().unwrap()),
+        ["NAME", "DATA", "AGE"],
+        "{table}"
+    );
     assert_eq!(cells(line_of(&table, "game").unwrap())[..2], ["game", "2"]);
     let table = kubectl.ok(&["get", "secrets"]).await;
-    assert_eq!(cells(line_of(&table, "db").unwrap())[..3], ["db", "Opaque", "2"], "{table}");
+    assert_eq!(
+        cells(line_of(&table, "db").unwrap())[..3],
+        ["db", "Opaque", "2"],
+        "{table}"
+    );
 
     // The docs' Secret with stringData, then an immutable ConfigMap that refuses an edit (422).
     let manifest = kubectl.manifest(
@@ -51,13 +90,26 @@ async fn kubectl_creates_configmaps_and_secrets_from_literals_files_and_env_file
          stringData: {username: admin, password: t0p-Secret}\n---\n\
          apiVersion: v1\nkind: ConfigMap\nmetadata: {name: frozen}\nimmutable: true\ndata: {mode: fast}\n",
     );
-    kubectl.ok(&["apply", "-f", &manifest.to_string_lossy()]).await;
+    kubectl
+        .ok(&["apply", "-f", &manifest.to_string_lossy()])
+        .await;
     let basic = secrets.get("basic").await.expect("basic");
     assert_eq!(basic.data.unwrap_or_default()["username"].0, b"admin");
     let refused = kubectl
-        .run(&["patch", "configmap", "frozen", "-p", "{\"data\":{\"mode\":\"slow\"}}"])
+        .run(&[
+            "patch",
+            "configmap",
+            "frozen",
+            "-p",
+            "{\"data\":{\"mode\":\"slow\"}}",
+        ])
         .await;
     assert_ne!(refused.code, 0);
-    assert!(refused.stderr.contains("field is immutable when `immutable` is set"), "{refused:#?}");
+    assert!(
+        refused
+            .stderr
+            .contains("field is immutable when `immutable` is set"),
+        "{refused:#?}"
+    );
     stop_clean(cluster).await;
 }

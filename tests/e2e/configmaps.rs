@@ -28,14 +28,20 @@ async fn create_config_map(cluster: &Cluster, name: &str, data: Value) {
     let object: ConfigMap = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}))
     .expect("config map");
-    config_maps(cluster).create(&object).await.expect("create configmap");
+    config_maps(cluster)
+        .create(&object)
+        .await
+        .expect("create configmap");
 }
 
 async fn create_secret(cluster: &Cluster, name: &str, strings: Value) {
     let object: Secret = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": strings}))
     .expect("secret");
-    secrets(cluster).create(&object).await.expect("create secret");
+    secrets(cluster)
+        .create(&object)
+        .await
+        .expect("create secret");
 }
 
 /// Creates a pod from its JSON `spec` (one container, `busybox`, `restartPolicy: Never`).
@@ -72,7 +78,12 @@ fn busybox(script: &str) -> Value {
 async fn env_comes_from_configmaps_secrets_and_the_downward_api() {
     let _machine = crate::support::shared().await;
     let cluster = one_node().await;
-    create_config_map(&cluster, "settings", json!({"mode": "fast", "log.level": "debug", "1bad": "x"})).await;
+    create_config_map(
+        &cluster,
+        "settings",
+        json!({"mode": "fast", "log.level": "debug", "1bad": "x"}),
+    )
+    .await;
     create_secret(&cluster, "db", json!({"password": "s3cr3t"})).await;
     let mut container = busybox(
         "echo \"MODE=$MODE PASSWORD=$PASSWORD CFG=$CFG_mode POD=$MY_POD NS=$MY_NS NODE=$MY_NODE \
@@ -109,9 +120,15 @@ async fn env_comes_from_configmaps_secrets_and_the_downward_api() {
     );
     // The invalid key `1bad` (no prefix) was skipped with an event, as upstream.
     let events: Api<Event> = Api::namespaced(cluster.client(), "default");
-    wait_for_all(&events, ListParams::default(), |all| {
-        all.iter().any(|e| e.reason.as_deref() == Some("InvalidEnvironmentVariableNames"))
-    }, RUNNING)
+    wait_for_all(
+        &events,
+        ListParams::default(),
+        |all| {
+            all.iter()
+                .any(|e| e.reason.as_deref() == Some("InvalidEnvironmentVariableNames"))
+        },
+        RUNNING,
+    )
     .await
     .expect("InvalidEnvironmentVariableNames event");
     stop_clean(cluster).await;
@@ -132,27 +149,63 @@ async fn missing_references_hold_the_pod_until_the_object_appears() {
         c
     };
     let key = |kind: &str, name: &str| json!({"env": [{"name": "V", "valueFrom": {kind: {"name": name, "key": "k"}}}]});
-    create_pod(&cluster, "cm-key", sleeper(key("configMapKeyRef", "late-cm")), json!({})).await;
-    create_pod(&cluster, "secret-key", sleeper(key("secretKeyRef", "late-secret")), json!({})).await;
-    create_pod(&cluster, "env-from", sleeper(json!({"envFrom": [{"configMapRef": {"name": "late-env"}}]})), json!({})).await;
+    create_pod(
+        &cluster,
+        "cm-key",
+        sleeper(key("configMapKeyRef", "late-cm")),
+        json!({}),
+    )
+    .await;
+    create_pod(
+        &cluster,
+        "secret-key",
+        sleeper(key("secretKeyRef", "late-secret")),
+        json!({}),
+    )
+    .await;
+    create_pod(
+        &cluster,
+        "env-from",
+        sleeper(json!({"envFrom": [{"configMapRef": {"name": "late-env"}}]})),
+        json!({}),
+    )
+    .await;
     let mount = json!({"volumeMounts": [{"name": "config", "mountPath": "/etc/config"}]});
-    create_pod(&cluster, "volume", sleeper(mount), json!({"volumes": [{"name": "config", "configMap": {"name": "late-vol"}}]})).await;
+    create_pod(
+        &cluster,
+        "volume",
+        sleeper(mount),
+        json!({"volumes": [{"name": "config", "configMap": {"name": "late-vol"}}]}),
+    )
+    .await;
 
     let config_error = |pod: &Pod| p::waiting_reason(pod) == Some("CreateContainerConfigError");
     for name in ["cm-key", "secret-key", "env-from"] {
-        let held = wait_for(&cluster.pods(), name, config_error, RUNNING).await.expect(name);
+        let held = wait_for(&cluster.pods(), name, config_error, RUNNING)
+            .await
+            .expect(name);
         assert_eq!(p::phase(&held), "Pending");
     }
-    let held = wait_for(&cluster.pods(), "cm-key", config_error, RUNNING).await.expect("cm-key");
-    let message = p::container(&held).and_then(|c| c.state.as_ref()?.waiting.as_ref()?.message.clone());
+    let held = wait_for(&cluster.pods(), "cm-key", config_error, RUNNING)
+        .await
+        .expect("cm-key");
+    let message =
+        p::container(&held).and_then(|c| c.state.as_ref()?.waiting.as_ref()?.message.clone());
     assert_eq!(message.as_deref(), Some("configmap \"late-cm\" not found"));
     let events: Api<Event> = Api::namespaced(cluster.client(), "default");
-    wait_for_all(&events, ListParams::default(), |all| {
-        all.iter().any(|e| {
-            e.reason.as_deref() == Some("FailedMount")
-                && e.message.as_deref().is_some_and(|m| m.contains("configmap \"late-vol\" not found"))
-        })
-    }, RUNNING)
+    wait_for_all(
+        &events,
+        ListParams::default(),
+        |all| {
+            all.iter().any(|e| {
+                e.reason.as_deref() == Some("FailedMount")
+                    && e.message
+                        .as_deref()
+                        .is_some_and(|m| m.contains("configmap \"late-vol\" not found"))
+            })
+        },
+        RUNNING,
+    )
     .await
     .expect("FailedMount event");
     let volume = cluster.pods().get("volume").await.expect("pod");
@@ -163,7 +216,9 @@ async fn missing_references_hold_the_pod_until_the_object_appears() {
     create_config_map(&cluster, "late-env", json!({"k": "v"})).await;
     create_config_map(&cluster, "late-vol", json!({"k": "v"})).await;
     for name in ["cm-key", "secret-key", "env-from", "volume"] {
-        let running = wait_for(&cluster.pods(), name, p::is_running, RUNNING).await.expect(name);
+        let running = wait_for(&cluster.pods(), name, p::is_running, RUNNING)
+            .await
+            .expect(name);
         assert_eq!(p::restarts(&running), 0);
     }
     stop_clean(cluster).await;
@@ -180,9 +235,17 @@ async fn a_configmap_update_reaches_the_mounted_file_but_not_the_env() {
         "command": ["sh", "-c", "while true; do echo \"file=$(cat etc/config/mode) env=$MODE\"; sleep 0.2; done"],
         "env": [{"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "live", "key": "mode"}}}],
         "volumeMounts": [{"name": "config", "mountPath": "/etc/config"}]});
-    create_pod(&cluster, "reader", container, json!({"restartPolicy": "Always",
-        "volumes": [{"name": "config", "configMap": {"name": "live", "defaultMode": 0o440}}]})).await;
-    let running = wait_for(&cluster.pods(), "reader", p::is_running, RUNNING).await.expect("Running");
+    create_pod(
+        &cluster,
+        "reader",
+        container,
+        json!({"restartPolicy": "Always",
+        "volumes": [{"name": "config", "configMap": {"name": "live", "defaultMode": 0o440}}]}),
+    )
+    .await;
+    let running = wait_for(&cluster.pods(), "reader", p::is_running, RUNNING)
+        .await
+        .expect("Running");
     let log_has = |needle: &'static str| {
         let pods = cluster.pods();
         move || {
@@ -193,24 +256,39 @@ async fn a_configmap_update_reaches_the_mounted_file_but_not_the_env() {
             }
         }
     };
-    eventually("the first value", RUNNING, log_has("file=fast env=fast")).await.expect("first value");
+    eventually("the first value", RUNNING, log_has("file=fast env=fast"))
+        .await
+        .expect("first value");
 
     // Upstream's layout: the key is a symlink through `..data`, itself a link to a timestamped dir.
     let uid = running.metadata.uid.clone().expect("uid");
-    let volume = find_dir(cluster.dir(), &format!("pods/{uid}/volumes/config")).expect("volume dir");
-    assert_eq!(std::fs::read_link(volume.join("mode")).unwrap(), std::path::Path::new("..data/mode"));
+    let volume =
+        find_dir(cluster.dir(), &format!("pods/{uid}/volumes/config")).expect("volume dir");
+    assert_eq!(
+        std::fs::read_link(volume.join("mode")).unwrap(),
+        std::path::Path::new("..data/mode")
+    );
     let before = std::fs::read_link(volume.join("..data")).expect("..data");
     assert!(before.to_string_lossy().starts_with("..20"), "{before:?}");
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(volume.join("mode")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(volume.join("mode"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o440, "defaultMode");
 
     config_maps(&cluster)
         .patch("live", &Patch::Merge(json!({"data": {"mode": "slow"}})))
         .await
         .expect("update configmap");
-    eventually("the updated file", RUNNING, log_has("file=slow env=fast")).await.expect("file updated in place");
-    assert_ne!(std::fs::read_link(volume.join("..data")).unwrap(), before, "swapped");
+    eventually("the updated file", RUNNING, log_has("file=slow env=fast"))
+        .await
+        .expect("file updated in place");
+    assert_ne!(
+        std::fs::read_link(volume.join("..data")).unwrap(),
+        before,
+        "swapped"
+    );
     assert_eq!(p::restarts(&cluster.pods().get("reader").await.unwrap()), 0);
     stop_clean(cluster).await;
 }
@@ -220,7 +298,12 @@ async fn a_configmap_update_reaches_the_mounted_file_but_not_the_env() {
 async fn secret_downward_and_projected_volumes_hold_their_files() {
     let _machine = crate::support::shared().await;
     let cluster = one_node().await;
-    create_secret(&cluster, "creds", json!({"user": "admin", "password": "pw"})).await;
+    create_secret(
+        &cluster,
+        "creds",
+        json!({"user": "admin", "password": "pw"}),
+    )
+    .await;
     create_config_map(&cluster, "settings", json!({"mode": "fast"})).await;
     let container = busybox("cat etc/secret/user; echo; cat etc/info/name; echo; cat etc/info/labels; echo; cat etc/all/conf/mode; echo; cat etc/all/pw");
     let mut container = container;
@@ -259,8 +342,17 @@ async fn service_links_name_the_services_of_the_namespace() {
     let ip = created.spec.and_then(|s| s.cluster_ip).expect("clusterIP");
     let script = "echo \"$REDIS_PRIMARY_SERVICE_HOST $REDIS_PRIMARY_SERVICE_PORT $REDIS_PRIMARY_PORT $REDIS_PRIMARY_PORT_80_TCP_ADDR\"";
     create_pod(&cluster, "linked", busybox(script), json!({})).await;
-    create_pod(&cluster, "unlinked", busybox(script), json!({"enableServiceLinks": false})).await;
-    assert_eq!(finished_log(&cluster, "linked").await.trim(), format!("{ip} 80 tcp://{ip}:80 {ip}"));
+    create_pod(
+        &cluster,
+        "unlinked",
+        busybox(script),
+        json!({"enableServiceLinks": false}),
+    )
+    .await;
+    assert_eq!(
+        finished_log(&cluster, "linked").await.trim(),
+        format!("{ip} 80 tcp://{ip}:80 {ip}")
+    );
     assert_eq!(finished_log(&cluster, "unlinked").await.trim(), "");
     stop_clean(cluster).await;
 }

@@ -14,6 +14,7 @@ mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
 mod rollout; // seed 002's rolling update, sampled on a watch
 mod scheduling; // unschedulable pods, spreading over nodes
 mod services; // endpoints and the proxy
+mod sidecars; // init containers with restartPolicy Always
 mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress deadline
 mod up; // minik up, status, down
 mod workload_faults; // scaling mid-rollout, the controller manager killed with -9

@@ -65,7 +65,12 @@ impl PodWorker {
     /// A pod that reached Succeeded or Failed gives back its IP and volumes, once; its status
     /// (IP included) stays as it was.
     pub(crate) async fn release_finished(&mut self) {
-        if self.released {
+        let running = self
+            .containers()
+            .iter()
+            .any(|c| matches!(c.state, crate::cri::ContainerState::Running { .. }));
+        // A sidecar still running keeps the IP until it is stopped (with the pod).
+        if self.released || running {
             return;
         }
         self.released = true;

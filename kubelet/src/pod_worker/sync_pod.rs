@@ -43,12 +43,18 @@ impl PodWorker {
             return self.report(pod, false).await;
         }
         let containers = self.containers();
+        let started: std::collections::BTreeSet<String> = self
+            .post_start_done
+            .intersection(&self.startup_passed)
+            .cloned()
+            .collect();
         let actions = plan(&PlanInput {
             pod,
             containers: &containers,
             memos: &self.memos,
             unhealthy: &self.unhealthy,
             killing: &self.killing,
+            started: &started,
             backoff: self.ctx.backoff,
             now: jiff::Timestamp::now(),
         });
