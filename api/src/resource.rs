@@ -2,7 +2,7 @@
 //!
 //! Kubernetes counterpart: the `APIResource` entries of discovery (`GET /api/v1`), which is where
 //! kubectl learns that `po` means pods and that nodes are cluster-scoped. minik serves only the
-//! core/v1 kinds its pipeline needs, plus coordination.k8s.io Leases (node heartbeats) and
+//! core/v1 kinds its pipeline needs (ConfigMaps and Secrets among them), plus coordination.k8s.io Leases (node heartbeats) and
 //! discovery.k8s.io EndpointSlices (what `kubectl describe service` reads a Service's endpoints from)
 //! the apps/v1 workloads (Deployments and the ReplicaSets they roll), batch/v1 Jobs, and the
 //! rbac.authorization.k8s.io/v1 roles and bindings the authorizer reads.
@@ -75,6 +75,22 @@ pub const RESOURCES: &[ResourceInfo] = &[
         plural: "endpoints",
         singular: "endpoints",
         short_names: &["ep"],
+        namespaced: true,
+        api_version: "v1",
+    },
+    ResourceInfo {
+        kind: "ConfigMap",
+        plural: "configmaps",
+        singular: "configmap",
+        short_names: &["cm"],
+        namespaced: true,
+        api_version: "v1",
+    },
+    ResourceInfo {
+        kind: "Secret",
+        plural: "secrets",
+        singular: "secret",
+        short_names: &[],
         namespaced: true,
         api_version: "v1",
     },

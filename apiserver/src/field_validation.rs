@@ -105,6 +105,8 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         "RoleBinding" => ignored_by::<RoleBinding>(value),
         "ClusterRoleBinding" => ignored_by::<ClusterRoleBinding>(value),
         "Job" => ignored_by::<minik_api::batch::Job>(value),
+        "ConfigMap" => ignored_by::<minik_api::core::ConfigMap>(value),
+        "Secret" => ignored_by::<minik_api::core::Secret>(value),
         _ => Vec::new(),
     }
 }

@@ -7,7 +7,8 @@
 //! POST with `Content-Type: application/vnd.kubernetes.protobuf` whatever the server prefers
 //! (docs/real-clients.md does not list this; found by running them).
 //!
-//! `kubectl auth can-i` sends its SelfSubjectAccessReview the same way.
+//! `kubectl auth can-i` sends its SelfSubjectAccessReview the same way, and `kubectl create
+//! configmap|secret` their ConfigMap and Secret (data, binaryData, type, immutable).
 //!
 //! minik decodes only the fields those commands set: a Namespace's, a Service's and a
 //! Deployment's and a Job's metadata (name, generateName, namespace, labels, annotations), the Service's spec
@@ -28,7 +29,7 @@ pub enum Error {
     Malformed(&'static str),
     /// A kind minik has no protobuf schema for.
     #[error(
-        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job and access reviews, not {0:?}; send JSON"
+        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job, ConfigMap, Secret and access reviews, not {0:?}; send JSON"
     )]
     Unsupported(String),
 }
@@ -45,6 +46,9 @@ enum Field {
     Message(&'static str, Schema),
     MessageList(&'static str, Schema),
     IntOrString(&'static str),
+    /// `map<string, bytes>`: JSON carries the values base64-encoded (Secret and binary data).
+    BytesMap(&'static str),
+    Bool(&'static str),
 }
 
 type Schema = &'static [(u64, Field)];
@@ -145,6 +149,21 @@ const RULES_REVIEW: Schema = &[
     (2, Field::Message("spec", &[(1, Field::Str("namespace"))])),
 ];
 const SELF_SUBJECT_REVIEW: Schema = &[(1, Field::Message("metadata", OBJECT_META))];
+
+// core/v1 ConfigMap and Secret, as `kubectl create configmap|secret` fill them.
+const CONFIG_MAP: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::StrMap("data")),
+    (3, Field::BytesMap("binaryData")),
+    (4, Field::Bool("immutable")),
+];
+const SECRET: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::BytesMap("data")),
+    (3, Field::Str("type")),
+    (4, Field::StrMap("stringData")),
+    (5, Field::Bool("immutable")),
+];
 
 // batch/v1 Job, as `kubectl create job NAME --image=… -- CMD` fills it:
 // `k8s.io/api/batch/v1/generated.proto` (JobSpec), with the same pod template.
@@ -249,6 +268,28 @@ fn message(bytes: &[u8], schema: Schema) -> Result<Value, Error> {
             (Field::Message(name, inner), Raw::Bytes(b)) => {
                 object.insert(name.into(), message(b, inner)?);
             }
+            (Field::Bool(name), Raw::Varint(v)) => {
+                object.insert(name.into(), json!(v != 0));
+            }
+            (Field::BytesMap(name), Raw::Bytes(b)) => {
+                use base64::Engine as _;
+                let mut key = String::new();
+                let mut value = Vec::new();
+                for (number, raw) in fields(b)? {
+                    match (number, raw) {
+                        (1, Raw::Bytes(k)) => key = text(k)?,
+                        (2, Raw::Bytes(v)) => value = v.to_vec(),
+                        _ => {}
+                    }
+                }
+                let encoded = base64::engine::general_purpose::STANDARD.encode(value);
+                let map = object
+                    .entry(name)
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(map) = map {
+                    map.insert(key, Value::String(encoded));
+                }
+            }
             (Field::StrMap(name), Raw::Bytes(b)) => {
                 let entry = message(b, &[(1, Field::Str("k")), (2, Field::Str("v"))])?;
                 let key = entry["k"].as_str().unwrap_or("").to_string();
@@ -321,6 +362,8 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
         "SelfSubjectRulesReview" => RULES_REVIEW,
         "SelfSubjectReview" => SELF_SUBJECT_REVIEW,
         "Job" => JOB,
+        "ConfigMap" => CONFIG_MAP,
+        "Secret" => SECRET,
         _ => return Err(Error::Unsupported(kind)),
     };
     let mut object = message(raw, schema)?;
@@ -463,6 +506,32 @@ mod tests {
             job["spec"]["template"]["spec"]["containers"][0]["command"],
             json!(["sh"])
         );
+    }
+
+    #[test]
+    fn a_secret_from_kubectl_create_secret_has_base64_data_and_its_type() {
+        let entry = [field(1, b"password"), field(2, &[0, 255])].concat();
+        let secret = decode(&envelope(
+            "Secret",
+            &[
+                field(1, &field(1, b"db")),
+                field(2, &entry),
+                field(3, b"Opaque"),
+                varint_field(5, 1),
+            ]
+            .concat(),
+        ))
+        .unwrap();
+        assert_eq!(secret["data"], json!({"password": "AP8="}));
+        assert_eq!(secret["type"], "Opaque");
+        assert_eq!(secret["immutable"], true);
+        let entry = [field(1, b"mode"), field(2, b"fast")].concat();
+        let config_map = decode(&envelope(
+            "ConfigMap",
+            &[field(1, &field(1, b"s")), field(2, &entry)].concat(),
+        ))
+        .unwrap();
+        assert_eq!(config_map["data"], json!({"mode": "fast"}));
     }
 
     #[test]

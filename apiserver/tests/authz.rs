@@ -61,9 +61,19 @@ async fn a_node_cannot_touch_another_nodes_pods() {
     )
     .await;
     assert_eq!(status, 403);
+    // A node may read Secrets (its kubelet watches them all, docs/kubernetes-rules.md#c11), not
+    // write them.
     let (status, _) = call(
         &node1,
         Method::GET,
+        "/api/v1/namespaces/default/secrets/token",
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, _) = call(
+        &node1,
+        Method::DELETE,
         "/api/v1/namespaces/default/secrets/token",
         None,
     )

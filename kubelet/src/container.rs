@@ -5,19 +5,22 @@
 //! `pkg/kubelet/kubelet_pods.go` (the spec's `env`, `valueFrom.fieldRef`, `$(VAR)` expansion in
 //! `command`/`args`), plus the image pull step (`pkg/kubelet/images/image_manager.go`).
 //!
-//! minik simplifies: there are no images. A container with a `command` runs that host program
-//! (argv exactly as given, no shell). A container without one must use a built-in "image":
-//! `minik/web` (aliases `nginx`, `nginx:*`) runs `{minik} image web`, `minik/sleep` runs
-//! `{minik} image sleep`; the `args` follow. Anything else fails like an image pull would
-//! (`ErrImagePull`). The environment is built from scratch (nothing leaks from the kubelet
+//! minik simplifies: there are no images. A table of well-known images (`images/mod.rs`,
+//! docs/images.md) gives each an ENTRYPOINT and CMD on the host, and Docker's rules combine them
+//! with `command` and `args`: `busybox` with `args: [sleep, "3600"]` runs the host's `sleep`,
+//! `nginx` runs `{minik} image web`. A `command` runs that host program (no shell) whatever the
+//! image; an unknown image without one fails like an image pull would (`ErrImagePull`). The environment is built from scratch (nothing leaks from the kubelet
 //! except `PATH` and `HOME`), with the variables a pod needs to find itself and the API server.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
+use k8s_openapi::api::core::v1::{Container, Pod};
 
 use crate::cri::ContainerConfig;
+use crate::downward::PodFacts;
+use crate::env::{make_environment, Environment};
+use crate::sources::ObjectLookup;
 
 /// What the kubelet knows about the node and the pod that goes into every container's config.
 #[derive(Clone, Debug, Default)]
@@ -42,6 +45,22 @@ pub struct PodContext {
     pub log_dir: PathBuf,
     /// Each container's own directory, its working directory when the spec names none.
     pub working_dirs: BTreeMap<String, PathBuf>,
+    /// This node's IP (`status.hostIP`).
+    pub host_ip: String,
+    /// The node's allocatable `cpu` and `memory` (unset limits in `resourceFieldRef`).
+    pub allocatable: BTreeMap<String, String>,
+}
+
+impl PodContext {
+    /// What the downward API needs of this context.
+    pub fn facts(&self) -> PodFacts {
+        PodFacts {
+            pod_ip: self.pod_ip.clone(),
+            host_ip: self.host_ip.clone(),
+            node_name: self.node_name.clone(),
+            allocatable: self.allocatable.clone(),
+        }
+    }
 }
 
 /// A container whose image is not one of minik's built-in programs.
@@ -52,7 +71,7 @@ pub struct ImageError {
     pub message: String,
 }
 
-/// The built-in program an image names, if any (`web` or `sleep`; see `images/mod.rs`).
+/// The built-in program an image names, if any (`web`, `sleep`, `agnhost`; see `images/mod.rs`).
 pub fn builtin_image(image: &str) -> Option<&'static str> {
     crate::images::builtin_for_image(image)
 }
@@ -61,42 +80,62 @@ pub fn builtin_image(image: &str) -> Option<&'static str> {
 pub fn image_error(image: &str) -> ImageError {
     ImageError {
         message: format!(
-            "minik runs no container images: image \"{image}\" is not a built-in program (minik/web, nginx); \
-             set command to run a host program"
+            "minik runs no container images: image \"{image}\" is not in its image table ({}); \
+             set command to run a host program",
+            crate::images::known_images()
         ),
     }
 }
 
-/// The argv to run: `command` + `args` (with `$(VAR)` expanded), or the built-in image's program.
+/// The argv to run, by Docker's rules over the image table (`images::argv`), with `$(VAR)`
+/// expanded in `command` and `args`; a built-in program runs as `{minik} image NAME`.
 pub fn resolve_argv(
     container: &Container,
     minik_binary: &Path,
     env: &BTreeMap<String, String>,
 ) -> Result<Vec<String>, ImageError> {
-    let args = container.args.iter().flatten().map(|a| expand(a, env));
-    let command: Vec<String> = container
-        .command
-        .iter()
-        .flatten()
-        .map(|c| expand(c, env))
-        .collect();
-    if !command.is_empty() {
-        return Ok(command.into_iter().chain(args).collect());
-    }
+    let expand_all = |items: &Option<Vec<String>>| -> Vec<String> {
+        items.iter().flatten().map(|a| expand(a, env)).collect()
+    };
     let image = container.image.as_deref().unwrap_or_default();
-    let program = builtin_image(image).ok_or_else(|| image_error(image))?;
-    let head = [
-        minik_binary.display().to_string(),
-        "image".into(),
-        program.into(),
-    ];
-    Ok(head.into_iter().chain(args).collect())
+    let mut argv = crate::images::argv(
+        image,
+        &expand_all(&container.command),
+        &expand_all(&container.args),
+    )
+    .ok_or_else(|| image_error(image))?;
+    if let Some(program) = argv[0].strip_prefix("minik:").map(str::to_string) {
+        argv.splice(
+            0..1,
+            [minik_binary.display().to_string(), "image".into(), program],
+        );
+    }
+    Ok(argv)
 }
 
-/// The container's environment: PATH and HOME, the pod's own variables, then the spec's `env`.
-pub fn build_env(pod: &Pod, container: &Container, ctx: &PodContext) -> BTreeMap<String, String> {
+/// The image table's environment for `image` (the web server's document root).
+pub fn image_env(image: &str) -> BTreeMap<String, String> {
+    crate::images::lookup(image)
+        .map(|entry| {
+            entry
+                .env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The container's environment: PATH and HOME, the pod's own variables, service links, then the
+/// spec's `envFrom` and `env` (`env.rs`); `Err` is a CreateContainerConfigError message.
+pub fn build_env(
+    pod: &Pod,
+    container: &Container,
+    ctx: &PodContext,
+    lookup: &dyn ObjectLookup,
+) -> Result<Environment, String> {
     let meta = &pod.metadata;
-    let mut env = BTreeMap::from([
+    let mut base = BTreeMap::from([
         ("PATH".to_string(), ctx.path.clone()),
         ("HOME".to_string(), ctx.home.clone()),
         (
@@ -112,16 +151,14 @@ pub fn build_env(pod: &Pod, container: &Container, ctx: &PodContext) -> BTreeMap
         ("KUBERNETES_SERVICE_HOST".to_string(), ctx.api_host.clone()),
         ("KUBERNETES_SERVICE_PORT".to_string(), ctx.api_port.clone()),
     ]);
-    env.extend(
+    base.extend(
         ctx.volume_env
             .get(&container.name)
             .cloned()
             .unwrap_or_default(),
     );
-    for var in container.env.iter().flatten() {
-        let value = env_value(pod, var, ctx, &env);
-        env.insert(var.name.clone(), value);
-    }
+    base.extend(image_env(container.image.as_deref().unwrap_or_default()));
+    let mut env = make_environment(pod, container, ctx, base, lookup)?;
     let first_port = container
         .ports
         .iter()
@@ -129,51 +166,14 @@ pub fn build_env(pod: &Pod, container: &Container, ctx: &PodContext) -> BTreeMap
         .next()
         .map(|p| p.container_port);
     if let Some(port) = first_port {
-        env.entry("MINIK_CONTAINER_PORT".into())
+        env.vars
+            .entry("MINIK_CONTAINER_PORT".into())
             .or_insert_with(|| port.to_string());
-        env.entry("PORT".into()).or_insert_with(|| port.to_string());
+        env.vars
+            .entry("PORT".into())
+            .or_insert_with(|| port.to_string());
     }
-    env
-}
-
-/// One `env` entry: a literal (with `$(VAR)` expansion) or a `fieldRef` to the pod itself.
-fn env_value(pod: &Pod, var: &EnvVar, ctx: &PodContext, env: &BTreeMap<String, String>) -> String {
-    if let Some(value) = &var.value {
-        return expand(value, env);
-    }
-    let field = var
-        .value_from
-        .as_ref()
-        .and_then(|v| v.field_ref.as_ref())
-        .map(|f| f.field_path.as_str());
-    let meta = &pod.metadata;
-    match field {
-        Some("metadata.name") => meta.name.clone().unwrap_or_default(),
-        Some("metadata.namespace") => meta.namespace.clone().unwrap_or_default(),
-        Some("metadata.uid") => meta.uid.clone().unwrap_or_default(),
-        Some("status.podIP") => ctx.pod_ip.clone(),
-        Some("status.hostIP") => "127.0.0.1".into(),
-        Some("spec.nodeName") => ctx.node_name.clone(),
-        Some("spec.serviceAccountName") => pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.service_account_name.clone())
-            .unwrap_or_default(),
-        Some(path) => selected(path, "metadata.labels", meta.labels.as_ref())
-            .or_else(|| selected(path, "metadata.annotations", meta.annotations.as_ref()))
-            .unwrap_or_default(),
-        None => String::new(),
-    }
-}
-
-/// `metadata.labels['KEY']` (or annotations): the value of KEY (an Indexed Job's pods read
-/// `JOB_COMPLETION_INDEX` this way).
-fn selected(path: &str, map: &str, values: Option<&BTreeMap<String, String>>) -> Option<String> {
-    let key = path
-        .strip_prefix(map)?
-        .strip_prefix("['")?
-        .strip_suffix("']")?;
-    values?.get(key).cloned()
+    Ok(env)
 }
 
 /// Kubernetes' `$(VAR)` expansion: known variables are replaced, `$$` escapes, the rest stays.
@@ -202,16 +202,26 @@ pub fn expand(text: &str, env: &BTreeMap<String, String>) -> String {
     out
 }
 
-/// The full runtime config for one attempt of a container.
+/// Why a container could not be configured (no process was started).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConfigError {
+    /// The image names nothing minik can run (`ErrImagePull`).
+    Image(ImageError),
+    /// A reference could not be resolved (`CreateContainerConfigError`).
+    Config(String),
+}
+
+/// The full runtime config for one attempt of a container, and the warnings of its environment.
 pub fn container_config(
     pod: &Pod,
     container: &Container,
     attempt: u32,
     ctx: &PodContext,
-) -> Result<ContainerConfig, ImageError> {
-    let env = build_env(pod, container, ctx);
-    let argv = resolve_argv(container, &ctx.minik_binary, &env)?;
-    Ok(ContainerConfig {
+    lookup: &dyn ObjectLookup,
+) -> Result<(ContainerConfig, Vec<String>), ConfigError> {
+    let env = build_env(pod, container, ctx, lookup).map_err(ConfigError::Config)?;
+    let argv = resolve_argv(container, &ctx.minik_binary, &env.vars).map_err(ConfigError::Image)?;
+    let config = ContainerConfig {
         pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
         pod_key: format!(
             "{}/{}",
@@ -222,7 +232,7 @@ pub fn container_config(
         image: container.image.clone().unwrap_or_default(),
         attempt,
         argv,
-        env,
+        env: env.vars,
         working_dir: container
             .working_dir
             .as_ref()
@@ -232,7 +242,8 @@ pub fn container_config(
             .log_dir
             .join(&container.name)
             .join(format!("{attempt}.log")),
-    })
+    };
+    Ok((config, env.invalid_keys))
 }
 
 /// `{root}/logs/{ns}_{name}_{uid}`, as upstream's `/var/log/pods/<ns>_<name>_<uid>`.
@@ -267,8 +278,9 @@ pub fn remove_pod_log_dirs(root_dir: &Path, uids: &std::collections::BTreeSet<St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sources::StaticLookup;
     use crate::testing::{container, pod};
-    use k8s_openapi::api::core::v1::{ContainerPort, EnvVarSource, ObjectFieldSelector};
+    use k8s_openapi::api::core::v1::{ContainerPort, EnvVar, EnvVarSource, ObjectFieldSelector};
 
     fn ctx() -> PodContext {
         PodContext {
@@ -301,10 +313,10 @@ mod tests {
         other.image = Some("postgres:16".into());
         let error =
             resolve_argv(&other, Path::new("minik"), &BTreeMap::new()).expect_err("not built in");
-        assert_eq!(
-            error.message,
-            "minik runs no container images: image \"postgres:16\" is not a built-in program (minik/web, nginx); \
-             set command to run a host program"
+        assert!(
+            error.message.starts_with("minik runs no container images: image \"postgres:16\" is not in its image table (minik/web, httpd, minik/sleep, busybox"),
+            "{}",
+            error.message
         );
     }
 
@@ -351,7 +363,9 @@ mod tests {
                 ..Default::default()
             },
         ]);
-        let env = build_env(&pod, &web, &ctx());
+        let env = build_env(&pod, &web, &ctx(), &StaticLookup::default())
+            .unwrap()
+            .vars;
         for (key, value) in [
             ("POD_NAME", "web"),
             ("POD_NAMESPACE", "default"),
@@ -397,7 +411,9 @@ mod tests {
             var("APP", "metadata.labels['app']"),
             var("MISSING", "metadata.labels['nope']"),
         ]);
-        let env = build_env(&pod, &web, &ctx());
+        let env = build_env(&pod, &web, &ctx(), &StaticLookup::default())
+            .unwrap()
+            .vars;
         assert_eq!(env["JOB_COMPLETION_INDEX"], "2");
         assert_eq!(env["APP"], "pi");
         assert_eq!(env["MISSING"], "");
@@ -417,7 +433,9 @@ mod tests {
             ..Default::default()
         }]);
         assert_eq!(
-            build_env(&pod, &web, &ctx())
+            build_env(&pod, &web, &ctx(), &StaticLookup::default())
+                .unwrap()
+                .vars
                 .get("PORT")
                 .map(String::as_str),
             Some("9000")
@@ -427,7 +445,9 @@ mod tests {
     #[test]
     fn config_names_the_attempt_and_its_log_file() {
         let pod = pod(&["web"], "Always");
-        let config = container_config(&pod, &container("web"), 3, &ctx()).expect("config");
+        let (config, _) =
+            container_config(&pod, &container("web"), 3, &ctx(), &StaticLookup::default())
+                .expect("config");
         assert_eq!(
             (
                 config.pod_uid.as_str(),

@@ -6,7 +6,8 @@
 //!
 //! - `exec` runs a command with the container's environment and working directory
 //!   (`Runtime::exec_sync`), success = exit 0;
-//! - `httpGet` sends a GET to `host` (default the pod IP) and the port; a 2xx or 3xx answers;
+//! - `httpGet` sends a GET to `host` (default the pod IP) and the port; any HTTP answer, whatever
+//!   its status, completes it (unlike a probe);
 //! - `sleep` waits `seconds` (KEP-3960).
 //!
 //! Timing rules (docs/kubernetes-rules.md#start-path, #t1): postStart runs alongside the process
@@ -62,7 +63,11 @@ pub async fn run(
         return crate::probes::exec_check(runtime, container_id, argv, timeout).await;
     }
     if let Some(http) = &handler.http_get {
-        return crate::probes::http_get(http, container, pod_ip, timeout).await;
+        // Any HTTP answer completes the hook, a 500 included (upstream's `runHTTPHandler`
+        // discards the status); only a failed request is a hook failure.
+        return crate::probes::http_status(http, container, pod_ip, timeout)
+            .await
+            .map(drop);
     }
     if let Some(sleep) = &handler.sleep {
         tokio::time::sleep(Duration::from_secs(sleep.seconds.max(0) as u64)).await;
@@ -88,6 +93,44 @@ mod tests {
     use crate::cri::fake::FakeRuntime;
     use crate::cri::ContainerConfig;
     use k8s_openapi::api::core::v1::{ExecAction, SleepAction};
+
+    #[tokio::test]
+    async fn an_http_hook_is_done_on_any_answer_even_a_500() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let _ = socket.read(&mut [0u8; 1024]).await;
+                let answer = "HTTP/1.1 500 X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+        });
+        let handler = |port: u16| LifecycleHandler {
+            http_get: Some(k8s_openapi::api::core::v1::HTTPGetAction {
+                port: k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(port.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let runtime = FakeRuntime::new();
+        let container = Container::default();
+        let answered = run(&runtime, "x", &container, &handler(port), "127.0.0.1", None).await;
+        assert_eq!(answered, Ok(()));
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let closed_port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let refused = run(
+            &runtime,
+            "x",
+            &container,
+            &handler(closed_port),
+            "127.0.0.1",
+            None,
+        )
+        .await;
+        assert!(refused.is_err());
+    }
 
     #[tokio::test(start_paused = true)]
     async fn sleep_handler_waits_its_seconds() {

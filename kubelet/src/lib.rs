@@ -6,11 +6,14 @@
 //! status, Events, its Node and a Lease back. The loop, in five bullets:
 //!
 //! 1. register the Node (`node.rs`) and keep its Lease fresh;
-//! 2. watch this node's pods and keep one worker per pod (`sync_loop.rs`, `pod_worker/`);
+//! 2. watch this node's pods and keep one worker per pod (`sync_loop.rs`, `pod_worker/`), and
+//!    the ConfigMaps, Secrets and Services they reference (`sources.rs`);
 //! 3. each worker asks the pure planner what to do (`plan.rs`) and applies it
 //!    (`pod_worker/sync_pod.rs`):
-//!    sandbox (IP + volumes, `sandbox.rs`), init containers in order, app containers, hooks
-//!    (`hooks.rs`), probes (`probes.rs`), restarts with CrashLoopBackOff;
+//!    sandbox (IP + volumes, `sandbox.rs`), configMap/secret/downwardAPI/projected volume files
+//!    (`projection.rs`, `atomic_writer.rs`), init containers in order, app containers with
+//!    their environment (`env.rs`, `envvars.rs`, `downward.rs`), hooks (`hooks.rs`), probes
+//!    (`probes.rs`), restarts with CrashLoopBackOff; a finished pod gives back its IP and volumes;
 //! 4. it reports the status computed by `status.rs` only when it changed;
 //! 5. a pod with a `deletionTimestamp` is stopped per the grace rules (`minik_api::grace`,
 //!    `terminate.rs`, `pod_worker/sync_terminating_pod.rs`) and then removed from the API.
@@ -41,8 +44,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
+pub mod atomic_writer;
 pub mod container;
 pub mod cri;
+pub mod downward;
+pub mod env;
+pub mod envvars;
 pub mod hooks;
 pub mod images;
 pub mod network;
@@ -51,10 +58,12 @@ pub mod phase;
 pub mod plan;
 pub mod pod_worker;
 pub mod probes;
+pub mod projection;
 pub mod reporter;
 pub mod sandbox;
 pub mod server;
 pub mod shim;
+pub mod sources;
 pub mod status;
 pub mod sync_loop;
 pub mod terminate;
@@ -210,6 +219,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             config.heartbeat_interval,
             shutdown.clone(),
         ));
+        let sources = sources::WatchedSources::start(&client, &tracker, &shutdown);
         let ctx = Arc::new(pod_worker::WorkerContext {
             runtime,
             reporter,
@@ -225,6 +235,15 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
                 max: config.backoff_max,
             },
             tracker: tracker.clone(),
+            source_changes: sources.changes(),
+            sources: Arc::new(sources),
+            allocatable: [
+                ("cpu", &config.capacity.cpu),
+                ("memory", &config.capacity.memory),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
         });
         sync_loop::sync_loop(ctx, client, shutdown.clone()).await;
     }

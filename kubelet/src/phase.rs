@@ -49,10 +49,15 @@ pub fn phase(
         }
         .into();
     }
-    let pending_init = init.iter().any(|s| !exited_zero(s));
+    let sidecars = sidecar_flags(view.pod);
+    let pending_init = init
+        .iter()
+        .zip(&sidecars)
+        .any(|(s, sidecar)| !init_done(s, *sidecar));
     let failed_init = init
         .iter()
-        .any(|s| last_exit(s).is_some_and(|code| code != 0));
+        .zip(&sidecars)
+        .any(|(s, sidecar)| !sidecar && last_exit(s).is_some_and(|code| code != 0));
     let phase = match () {
         _ if pending_init && failed_init && policy == "Never" => "Failed",
         _ if pending_init => "Pending",
@@ -107,6 +112,24 @@ fn last_exit(status: &ApiStatus) -> Option<i32> {
     None
 }
 
+/// Which init containers are sidecars (`restartPolicy: Always`), in spec order.
+fn sidecar_flags(pod: &k8s_openapi::api::core::v1::Pod) -> Vec<bool> {
+    let spec = pod.spec.as_ref();
+    let inits = spec
+        .and_then(|s| s.init_containers.as_deref())
+        .unwrap_or_default();
+    inits.iter().map(crate::plan::is_sidecar).collect()
+}
+
+/// An init container is done when it exited 0; a sidecar once it has started.
+fn init_done(status: &ApiStatus, sidecar: bool) -> bool {
+    if sidecar {
+        status.started == Some(true)
+    } else {
+        exited_zero(status)
+    }
+}
+
 fn exited_zero(status: &ApiStatus) -> bool {
     status
         .state
@@ -124,13 +147,20 @@ pub fn conditions(
     phase: &str,
 ) -> Vec<PodCondition> {
     let finished = phase == "Succeeded" || phase == "Failed";
+    let sidecars = sidecar_flags(view.pod);
     let incomplete: Vec<&str> = init
         .iter()
-        .filter(|s| !exited_zero(s))
-        .map(|s| s.name.as_str())
+        .zip(&sidecars)
+        .filter(|(s, sidecar)| !init_done(s, **sidecar))
+        .map(|(s, _)| s.name.as_str())
         .collect();
-    let unready: Vec<&str> = app
+    // Sidecars count for readiness as the main containers do.
+    let unready: Vec<&str> = init
         .iter()
+        .zip(&sidecars)
+        .filter(|(_, sidecar)| **sidecar)
+        .map(|(s, _)| s)
+        .chain(app)
         .filter(|s| !s.ready)
         .map(|s| s.name.as_str())
         .collect();

@@ -15,7 +15,8 @@
 //!    A failed one is restarted (with backoff) unless `restartPolicy: Never`, which fails the pod.
 //! 3. Then every app container is started; an exited one is restarted per `restartPolicy`
 //!    (Always: always; OnFailure: on a non-zero exit; Never: never).
-//! 4. A restart waits out the backoff: the first crash restarts at once, the next ones wait
+//! 4. A start held by a missing ConfigMap or Secret (`CreateContainerConfigError`) is tried again
+//!    on every sync. A restart waits out the backoff: the first crash restarts at once, the next ones wait
 //!    `base`, `2 × base`, … up to `max` (10 s … 300 s upstream). After 10 minutes of running the
 //!    count starts over.
 //! 5. A running container whose liveness (or startup) probe failed is killed; its exit then
@@ -24,9 +25,13 @@
 //!    field a pod update may change) is killed, and restarted at once whatever `restartPolicy`
 //!    says: its definition changed, so its exit is no crash.
 //!
-//! minik simplifies: no sandboxes (a pod has no pause container), no sidecars (init containers
-//! with their own `restartPolicy: Always` are treated as ordinary init containers), and image
-//! "pulls" are instantaneous lookups in a table of built-in programs.
+//! 7. A sidecar (an init container with its own `restartPolicy: Always`) lets the next container
+//!    start once it has started (postStart done, startup probe passed), keeps running, and is
+//!    restarted whenever it exits.
+//!
+//! minik simplifies: no sandboxes (a pod has no pause container), sidecars are not stopped when
+//! the main containers of a `Never`/`OnFailure` pod complete, and image "pulls" are
+//! instantaneous lookups in a table of built-in programs.
 //!
 //! Read next: `pod_worker/mod.rs` and `pod_worker/sync_pod.rs`, which turn these actions into
 //! runtime calls.
@@ -95,6 +100,9 @@ pub enum StartFailureKind {
     Image,
     /// The program could not be started (`RunContainerError`, then `CrashLoopBackOff`).
     Run,
+    /// A ConfigMap, Secret or key it references is missing (`CreateContainerConfigError`):
+    /// retried on every sync, with no backoff of its own.
+    Config,
 }
 
 /// The kubelet's memory of a start that failed (no runtime container exists for it).
@@ -193,6 +201,9 @@ pub struct PlanInput<'a> {
     pub unhealthy: &'a BTreeMap<String, KillReason>,
     /// Runtime ids already being killed (no second kill).
     pub killing: &'a BTreeSet<String>,
+    /// Runtime ids of running containers whose postStart finished and startup probe passed (a
+    /// sidecar lets the next container start only then).
+    pub started: &'a BTreeSet<String>,
     /// The backoff curve.
     pub backoff: BackoffPolicy,
     /// The time now.
@@ -210,8 +221,18 @@ pub fn plan(input: &PlanInput<'_>) -> Vec<Action> {
     };
     let policy = restart_policy(pod);
     let mut actions = Vec::new();
-    for container in spec.init_containers.iter().flatten() {
-        match init_step(input, container, policy, &mut actions) {
+    let inits = spec.init_containers.as_deref().unwrap_or_default();
+    for (index, container) in inits.iter().enumerate() {
+        let step = if is_sidecar(container) {
+            let later = inits[index + 1..].iter().chain(&spec.containers);
+            let progressed = later
+                .into_iter()
+                .any(|c| latest_attempt(input.containers, &c.name).is_some());
+            sidecar_step(input, container, progressed, &mut actions)
+        } else {
+            init_step(input, container, policy, &mut actions)
+        };
+        match step {
             InitStep::Done => continue,
             InitStep::Blocked => return actions,
         }
@@ -250,6 +271,45 @@ fn init_step(
         None => {
             first_start_step(input, container, true, policy, out);
             InitStep::Blocked
+        }
+    }
+}
+
+/// An init container with its own `restartPolicy: Always`: a sidecar.
+pub fn is_sidecar(container: &Container) -> bool {
+    container.restart_policy.as_deref() == Some("Always")
+}
+
+/// A sidecar lets the next container go once it has *started* (running, postStart done, startup
+/// probe passed); it is restarted whenever it exits, whatever the pod's policy. `progressed`: a
+/// later container already ran, so a restarting sidecar no longer blocks it.
+fn sidecar_step(
+    input: &PlanInput<'_>,
+    container: &Container,
+    progressed: bool,
+    out: &mut Vec<Action>,
+) -> InitStep {
+    let latest = latest_attempt(input.containers, &container.name);
+    let done = |yes: bool| {
+        if yes {
+            InitStep::Done
+        } else {
+            InitStep::Blocked
+        }
+    };
+    match latest.map(|c| &c.state) {
+        None => {
+            first_start_step(input, container, true, "Always", out);
+            InitStep::Blocked
+        }
+        Some(ContainerState::Running { .. }) => {
+            kill_if_unhealthy(input, container, false, out);
+            let started = latest.is_some_and(|c| input.started.contains(&c.id));
+            done(started || progressed)
+        }
+        Some(ContainerState::Exited { .. }) => {
+            restart_step(input, container, true, out);
+            done(progressed)
         }
     }
 }
@@ -356,6 +416,15 @@ fn start_failure_step(
     attempt: u32,
     out: &mut Vec<Action>,
 ) {
+    if failure.kind == StartFailureKind::Config {
+        // The worker syncs again when a ConfigMap or Secret changes: try again each time.
+        out.push(Action::StartContainer {
+            name,
+            init,
+            attempt,
+        });
+        return;
+    }
     let delay = input.backoff.retry_delay(failure.count);
     let until = add(failure.at, delay);
     let flip_at = add(failure.at, IMAGE_PULL_ERROR_SHOWN_FOR.min(delay / 2));

@@ -26,6 +26,7 @@ fn plan_with(
         memos,
         unhealthy,
         killing: &killing,
+        started: &BTreeSet::new(),
         backoff: BackoffPolicy::default(),
         now: at(now),
     })
@@ -235,6 +236,7 @@ fn unhealthy_running_container_is_killed_once() {
         memos: &BTreeMap::new(),
         unhealthy: &unhealthy,
         killing: &killing,
+        started: &BTreeSet::new(),
         backoff: BackoffPolicy::default(),
         now: at(31),
     };
@@ -320,4 +322,48 @@ fn latest_and_previous_attempts_are_found_by_attempt_number() {
         Some(1)
     );
     assert!(latest_attempt(&containers, "other").is_none());
+}
+
+#[test]
+fn a_sidecar_lets_the_next_container_start_once_started_and_is_always_restarted() {
+    let mut pod = pod_with_init(&["proxy", "setup"], &["web"], "Never");
+    pod.spec.as_mut().unwrap().init_containers.as_mut().unwrap()[0].restart_policy =
+        Some("Always".into());
+    let none = BTreeMap::new();
+    let killing = BTreeSet::new();
+    let input = |containers: &[ContainerStatus], started: &BTreeSet<String>| {
+        plan(&PlanInput {
+            pod: &pod,
+            containers,
+            memos: &none,
+            unhealthy: &BTreeMap::new(),
+            killing: &killing,
+            started,
+            backoff: BackoffPolicy::default(),
+            now: at(100),
+        })
+    };
+    assert_eq!(input(&[], &BTreeSet::new()), vec![start("proxy", true, 0)]);
+    let running = [crate::testing::running("proxy", 0, 1)];
+    assert!(
+        input(&running, &BTreeSet::new()).is_empty(),
+        "not started yet"
+    );
+    let started = BTreeSet::from([running[0].id.clone()]);
+    assert_eq!(input(&running, &started), vec![start("setup", true, 0)]);
+    let later = [
+        crate::testing::running("proxy", 0, 1),
+        crate::testing::exited("setup", 0, 2, 3, 0),
+    ];
+    assert_eq!(input(&later, &started), vec![start("web", false, 0)]);
+    // Under a Never pod, a sidecar that exits is restarted, and the others carry on.
+    let crashed = [
+        crate::testing::exited("proxy", 0, 1, 50, 1),
+        crate::testing::exited("setup", 0, 2, 3, 0),
+        crate::testing::running("web", 0, 4),
+    ];
+    assert_eq!(
+        input(&crashed, &BTreeSet::new()),
+        vec![start("proxy", true, 1)]
+    );
 }

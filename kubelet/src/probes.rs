@@ -242,6 +242,19 @@ pub async fn http_get(
     pod_ip: &str,
     timeout: Duration,
 ) -> Result<(), String> {
+    match http_status(action, container, pod_ip, timeout).await? {
+        status if (200..400).contains(&status) => Ok(()),
+        status => Err(format!("HTTP probe failed with statuscode: {status}")),
+    }
+}
+
+/// Sends the `httpGet` request; the status of any answer, or why none came.
+pub async fn http_status(
+    action: &HTTPGetAction,
+    container: &Container,
+    pod_ip: &str,
+    timeout: Duration,
+) -> Result<u16, String> {
     let port = resolve_port(&action.port, container)?;
     let host = action.host.clone().unwrap_or_else(|| pod_ip.to_string());
     let path = action.path.clone().unwrap_or_else(|| "/".into());
@@ -264,11 +277,7 @@ pub async fn http_get(
         request = request.header(header.name.as_str(), header.value.as_str());
     }
     match request.send().await {
-        Ok(response) if (200..400).contains(&response.status().as_u16()) => Ok(()),
-        Ok(response) => Err(format!(
-            "HTTP probe failed with statuscode: {}",
-            response.status().as_u16()
-        )),
+        Ok(response) => Ok(response.status().as_u16()),
         Err(error) => Err(format!("Get \"{url}\": {error}")),
     }
 }

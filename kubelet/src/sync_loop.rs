@@ -239,6 +239,9 @@ mod tests {
             api_port: "6443".into(),
             backoff: Default::default(),
             tracker: tokio_util::task::TaskTracker::new(),
+            sources: Arc::new(crate::sources::StaticLookup::default()),
+            source_changes: tokio::sync::watch::channel(0).1,
+            allocatable: Default::default(),
         });
         let began = tokio::time::Instant::now();
         cleanup_orphans(ctx, BTreeSet::from(["kept".to_string()])).await;

@@ -17,8 +17,11 @@
 //!   `usr/share/nginx/html/index.html` finds the volume.
 //! - And one env var per mount: `MINIK_MOUNT_<VOLUME_NAME_UPPER>=/abs/path` (non-alphanumerics
 //!   become `_`), plus `MINIK_CONTAINER_ROOT` = the tree above.
+//! - configMap, secret, downwardAPI and projected volumes are per-pod directories too, whose
+//!   files the pod worker writes with upstream's atomic layout (`projection.rs`,
+//!   `atomic_writer.rs`).
 //! - `readOnly` is not enforced; `subPath` selects a sub-directory of the volume (created if
-//!   missing). Other volume kinds (configMap, secret, projected, …) are mounted as an empty
+//!   missing). Other volume kinds (persistentVolumeClaim, …) are mounted as an empty
 //!   directory and reported in [`VolumePlan::warnings`].
 //!
 //! The plan is a pure function of the pod ([`plan`]); [`setup`] and [`teardown`] do the I/O.
@@ -55,6 +58,9 @@ pub enum VolumeKind {
     EmptyDir,
     /// A node path, with the hostPath `type` (`""` = no check).
     HostPath { type_: String },
+    /// configMap, secret, downwardAPI or projected: a per-pod directory whose files the pod
+    /// worker writes (`projection.rs`, `atomic_writer.rs`) before the containers start.
+    Projected,
     /// A kind minik does not implement (named): an empty per-pod directory stands in.
     Unsupported(String),
 }
@@ -172,6 +178,8 @@ fn plan_volume(
             },
             path,
         )
+    } else if crate::projection::is_projected(volume) {
+        (VolumeKind::Projected, own_dir)
     } else {
         let kind = unsupported_kind(volume);
         warnings.push(format!("volume {name:?}: minik does not implement {kind} volumes; an empty directory is mounted"));
@@ -182,10 +190,6 @@ fn plan_volume(
 
 fn unsupported_kind(volume: &Volume) -> &'static str {
     match volume {
-        v if v.config_map.is_some() => "configMap",
-        v if v.secret.is_some() => "secret",
-        v if v.projected.is_some() => "projected",
-        v if v.downward_api.is_some() => "downwardAPI",
         v if v.persistent_volume_claim.is_some() => "persistentVolumeClaim",
         _ => "this kind of",
     }
@@ -262,7 +266,9 @@ impl VolumePlan {
 pub fn setup(root: &Path, pod_uid: &str, plan: &VolumePlan) -> Result<()> {
     for volume in &plan.volumes {
         match &volume.kind {
-            VolumeKind::EmptyDir | VolumeKind::Unsupported(_) => create_dir(&volume.path)?,
+            VolumeKind::EmptyDir | VolumeKind::Projected | VolumeKind::Unsupported(_) => {
+                create_dir(&volume.path)?
+            }
             VolumeKind::HostPath { type_ } => check_host_path(&volume.path, type_)?,
         }
     }
@@ -270,8 +276,13 @@ pub fn setup(root: &Path, pod_uid: &str, plan: &VolumePlan) -> Result<()> {
         let tree = container_root(root, pod_uid, container);
         create_dir(&tree)?;
         for mount in mounts {
-            // A subPath inside the pod's own volumes is created; a node path is left as it is.
-            if mount.host_path.starts_with(&plan.pod_dir) {
+            // A subPath inside the pod's own volumes is created; a node path is left as it is,
+            // and so is a projected volume's subPath (a file the pod worker writes).
+            let projected = plan
+                .volumes
+                .iter()
+                .any(|v| v.name == mount.volume && v.kind == VolumeKind::Projected);
+            if mount.host_path.starts_with(&plan.pod_dir) && !projected {
                 create_dir(&mount.host_path)?;
             }
             let Some(relative) = relative_mount_path(&mount.mount_path) else {

@@ -72,14 +72,15 @@ fn plan_rejects_unknown_volumes_and_escaping_paths() {
 }
 
 #[test]
-fn unsupported_kinds_become_empty_dirs_with_a_warning() {
-    let p = pod(
-        serde_json::json!({ "volumes": [ { "name": "cfg", "configMap": { "name": "x" } } ], "containers": [] }),
-    );
+fn config_volumes_are_projected_and_unsupported_kinds_empty_dirs_with_a_warning() {
+    let p = pod(serde_json::json!({ "volumes": [
+        { "name": "cfg", "configMap": { "name": "x" } },
+        { "name": "claim", "persistentVolumeClaim": { "claimName": "x" } } ], "containers": [] }));
     let plan = plan(Path::new("/r"), "u1", &p).unwrap();
+    assert_eq!(plan.volumes[0].kind, VolumeKind::Projected);
     assert_eq!(
-        plan.volumes[0].kind,
-        VolumeKind::Unsupported("configMap".into())
+        plan.volumes[1].kind,
+        VolumeKind::Unsupported("persistentVolumeClaim".into())
     );
     assert_eq!(plan.warnings.len(), 1);
 }

@@ -5,14 +5,17 @@
 //! Run `cargo build --workspace --bins` first: containers run the `minik` binary.
 
 mod cleanup; // nothing left running after a cluster stops
+mod configmaps; // ConfigMaps, Secrets, the downward API, service links in env and volumes
 mod creation; // pods from creation to Running, restarts, init containers, exit codes
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
+mod images; // busybox, python, nginx, agnhost as written; 300 short-lived pods on one /24
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
 mod rollout; // seed 002's rolling update, sampled on a watch
 mod scheduling; // unschedulable pods, spreading over nodes
 mod security; // 401, foreign CAs, a viewer's 403, the kubelet's authz, minik proxy, file modes
 mod services; // endpoints and the proxy
+mod sidecars; // init containers with restartPolicy Always
 mod slices; // EndpointSlices during a graceful deletion, the proxy's last-resort endpoints
 mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress deadline
 mod up; // minik up, status, down

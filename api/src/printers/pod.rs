@@ -51,12 +51,26 @@ fn none() -> String {
 
 /// READY: `ready containers/containers`; as in `printPod`, a container counts only if it is
 /// both ready and running (a status can say ready a moment after its process ended).
+/// Sidecars (init containers with `restartPolicy: Always`) count as containers too.
 pub fn pod_ready(pod: &Pod) -> String {
-    let total = pod.spec.as_ref().map_or(0, |spec| spec.containers.len());
+    let sidecars: Vec<&str> = pod
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.init_containers.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"))
+        .map(|c| c.name.as_str())
+        .collect();
+    let total = pod.spec.as_ref().map_or(0, |spec| spec.containers.len()) + sidecars.len();
     let running =
         |status: &&ContainerStatus| status.state.as_ref().is_some_and(|s| s.running.is_some());
+    let ready_sidecars = init_container_statuses(pod)
+        .iter()
+        .filter(|status| sidecars.contains(&status.name.as_str()));
     let ready = container_statuses(pod)
         .iter()
+        .chain(ready_sidecars)
         .filter(|status| status.ready)
         .filter(running)
         .count();
@@ -176,7 +190,17 @@ fn init_status(pod: &Pod) -> (bool, Option<String>) {
         .as_ref()
         .and_then(|spec| spec.init_containers.as_ref())
         .map_or(0, Vec::len);
+    let specs = pod
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.init_containers.as_deref())
+        .unwrap_or_default();
     for (index, container) in init_container_statuses(pod).iter().enumerate() {
+        // A started sidecar (`restartPolicy: Always`) counts as done, as upstream's printPod.
+        let sidecar = specs.get(index).and_then(|c| c.restart_policy.as_deref()) == Some("Always");
+        if sidecar && container.started == Some(true) {
+            continue;
+        }
         let state = container.state.as_ref();
         if let Some(terminated) = state.and_then(|s| s.terminated.as_ref()) {
             if terminated.exit_code == 0 {

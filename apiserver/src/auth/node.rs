@@ -72,7 +72,10 @@ pub fn authorize(node: &str, attributes: &Attributes, pod_node: Option<&str>) ->
         ("", "services" | "endpoints") | ("discovery.k8s.io", "endpointslices") => {
             decide(reading, "can only read services")
         }
-        ("", "secrets" | "configmaps" | "persistentvolumeclaims" | "persistentvolumes") => decide(
+        // Upstream allows only objects a pod bound to the node references (its graph); minik's
+        // kubelet watches every ConfigMap and Secret and filters itself, so it may read them all.
+        ("", "secrets" | "configmaps") => decide(reading, "can only read secrets and configmaps"),
+        ("", "persistentvolumeclaims" | "persistentvolumes") => decide(
             false,
             "has no relationship to the object (minik mounts none)",
         ),
@@ -149,8 +152,12 @@ mod tests {
             "/api/v1/namespaces/default/events/e",
             None
         )));
+        assert_eq!(
+            decide("GET", "/api/v1/namespaces/default/secrets/s", None),
+            Allow
+        );
         assert!(deny(decide(
-            "GET",
+            "PUT",
             "/api/v1/namespaces/default/secrets/s",
             None
         )));

@@ -240,7 +240,7 @@ fn nodes_are_limited_to_their_own_pods() {
         panic!("a node deleted another node's pod");
     };
     assert!(reason.contains("node-1"), "{reason}");
-    let secret = request_attributes(node, "GET", "/api/v1/namespaces/default/secrets/s", "");
+    let secret = request_attributes(node, "DELETE", "/api/v1/namespaces/default/secrets/s", "");
     assert!(!authorize(&policy, &secret, None).allowed());
 }
 

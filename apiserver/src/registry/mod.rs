@@ -5,12 +5,14 @@
 //! store in `k8s.io/apiserver/pkg/registry/generic/registry/store.go`. minik's generic part is
 //! [`prepare_create`] / [`prepare_update`] here and [`meta`]; the kind-specific parts are
 //! [`pods`] (defaults, validation, immutability, binding), [`services`] (clusterIP allocation),
-//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`scale`] (the autoscaling/v1 Scale view),
+//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`configmaps`] and [`secrets`]
+//! (keys, Secret types, `stringData`, `immutable`), [`scale`] (the autoscaling/v1 Scale view),
 //! [`propagation`] (garbage-collection finalizers) and [`deletion`] (graceful delete). Every
 //! object is round-tripped through its typed k8s-openapi struct, so what is stored is exactly
 //! Kubernetes' JSON shape (unknown fields are dropped, as upstream does without
 //! `fieldValidation=Strict`).
 
+pub mod configmaps;
 pub mod deletion;
 pub mod jobs;
 pub mod meta;
@@ -18,6 +20,7 @@ pub mod patch;
 pub mod pods;
 pub mod propagation;
 pub mod scale;
+pub mod secrets;
 pub mod services;
 pub mod workloads;
 
@@ -128,6 +131,8 @@ pub fn prepare_create(
         "Deployment" => workloads::prepare_create_deployment(object)?,
         "ReplicaSet" => workloads::prepare_create_replica_set(object)?,
         "Job" => jobs::prepare_create(object)?,
+        "ConfigMap" => configmaps::prepare_create(object)?,
+        "Secret" => secrets::prepare_create(object)?,
         kind => normalize(object, kind)?,
     };
     check_size(&object)?;
@@ -196,6 +201,8 @@ pub fn prepare_update(
         "Deployment" => workloads::prepare_update_deployment(object, old)?,
         "ReplicaSet" => workloads::prepare_update_replica_set(object, old)?,
         "Job" => jobs::prepare_update(object, old)?,
+        "ConfigMap" => configmaps::prepare_update(object, old)?,
+        "Secret" => secrets::prepare_update(object, old)?,
         kind => normalize(object, kind)?,
     };
     bump_generation(&mut object, old, info.kind);

@@ -6,7 +6,9 @@
 //! Environment (set by the kubelet or in the pod spec's `env`):
 //! - `POD_IP` — address to bind (default `127.0.0.1`); must be in 127.0.0.0/8.
 //! - `PORT`, else `MINIK_CONTAINER_PORT` (the kubelet sets it to the first `containerPort`), else 8080.
-//! - `POD_NAME` — the answer body.
+//! - `POD_NAME` — the answer body, unless `MINIK_WEB_ROOT` (a directory, relative to the working
+//!   directory: the image table sets `usr/share/nginx/html` for `nginx`) holds the requested file
+//!   (`index.html` for `/`), which is served instead.
 //! - `MINIK_WEB_DELAY_MS` — delay before each answer.
 //! - `MINIK_WEB_UNHEALTHY_FILE` — while this file exists, `/healthz` answers 500 (tests flip
 //!   readiness and liveness with it); otherwise `/healthz` answers 200 `ok`.
@@ -32,6 +34,8 @@ pub struct WebConfig {
     pub delay: Duration,
     pub unhealthy_file: Option<PathBuf>,
     pub on_sigterm: OnSigterm,
+    /// The document root (`nginx`: `usr/share/nginx/html`, relative to the container's tree).
+    pub root: Option<PathBuf>,
 }
 
 impl WebConfig {
@@ -66,6 +70,7 @@ impl WebConfig {
             delay: Duration::from_millis(delay_ms),
             unhealthy_file: env("MINIK_WEB_UNHEALTHY_FILE").map(PathBuf::from),
             on_sigterm: OnSigterm::parse(env("MINIK_ON_SIGTERM").as_deref())?,
+            root: env("MINIK_WEB_ROOT").map(PathBuf::from),
         })
     }
 }
@@ -123,11 +128,34 @@ async fn serve(config: WebConfig) -> i32 {
     0
 }
 
-async fn hello(State(config): State<Arc<WebConfig>>) -> String {
+async fn hello(State(config): State<Arc<WebConfig>>, uri: axum::http::Uri) -> Vec<u8> {
     if !config.delay.is_zero() {
         tokio::time::sleep(config.delay).await;
     }
-    format!("{}\n", config.pod_name)
+    if let Some(file) = config
+        .root
+        .as_deref()
+        .and_then(|root| static_file(root, uri.path()))
+    {
+        if let Ok(body) = tokio::fs::read(&file).await {
+            return body;
+        }
+    }
+    format!("{}\n", config.pod_name).into_bytes()
+}
+
+/// The file a request path names under `root` (`/` → `index.html`); `None` if there is none or
+/// the path tries to leave the root.
+fn static_file(root: &std::path::Path, path: &str) -> Option<PathBuf> {
+    let relative = path.trim_start_matches('/');
+    if relative.split('/').any(|part| part == "..") {
+        return None;
+    }
+    let mut file = root.join(relative);
+    if file.is_dir() {
+        file = file.join("index.html");
+    }
+    file.is_file().then_some(file)
 }
 
 async fn healthz(State(config): State<Arc<WebConfig>>) -> (StatusCode, &'static str) {

@@ -42,7 +42,9 @@ use crate::plan::{BackoffPolicy, ContainerMemo, KillReason};
 use crate::probes::{ProbeKind, ProbeUpdate};
 use crate::reporter::PodReporter;
 use crate::sandbox::{PodSandbox, Sandbox};
+use crate::sources::ObjectLookup;
 
+mod config_volumes;
 mod sync_pod;
 mod sync_terminating_pod;
 #[cfg(test)]
@@ -72,6 +74,12 @@ pub struct WorkerContext {
     pub backoff: BackoffPolicy,
     /// Every task a worker spawns (hooks, probes, exit watchers), so `run` can wait for them.
     pub tracker: TaskTracker,
+    /// The ConfigMaps, Secrets and Services containers and volumes reference (`sources.rs`).
+    pub sources: Arc<dyn ObjectLookup>,
+    /// Changes whenever a ConfigMap or Secret changes: every worker syncs again.
+    pub source_changes: watch::Receiver<u64>,
+    /// The node's allocatable `cpu` and `memory` (downward API `resourceFieldRef`).
+    pub allocatable: BTreeMap<String, String>,
 }
 
 /// The latest news about a pod, as the pod's watch channel carries it.
@@ -130,6 +138,14 @@ pub struct PodWorker {
     pub(crate) container_tokens: BTreeMap<String, CancellationToken>,
     pub(crate) last_status: Option<PodStatus>,
     pub(crate) wake_at: Option<Instant>,
+    /// ConfigMap/Secret changes; `None` once its sender is gone.
+    pub(crate) source_changes: Option<watch::Receiver<u64>>,
+    /// Every configMap/secret/downwardAPI/projected volume has been written once.
+    pub(crate) volumes_ready: bool,
+    /// The last `FailedMount` message (reported once per change).
+    pub(crate) mount_error: Option<String>,
+    /// A finished pod's IP and volumes were released (they are not set up again).
+    pub(crate) released: bool,
 }
 
 impl PodWorker {
@@ -143,7 +159,6 @@ impl PodWorker {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (probes_tx, probes_rx) = mpsc::unbounded_channel();
         PodWorker {
-            ctx,
             key: ObjectKey::of(&pod.metadata),
             uid: pod.metadata.uid.clone().unwrap_or_default(),
             updates,
@@ -164,6 +179,11 @@ impl PodWorker {
             container_tokens: BTreeMap::new(),
             last_status: pod.status.clone(),
             wake_at: None,
+            source_changes: Some(ctx.source_changes.clone()),
+            volumes_ready: false,
+            mount_error: None,
+            released: false,
+            ctx,
         }
     }
 
@@ -194,6 +214,10 @@ impl PodWorker {
             changed = self.updates.changed() => changed.is_ok(),
             Some(event) = self.events_rx.recv() => { self.handle_event(event); true }
             Some(update) = self.probes_rx.recv() => { self.handle_event(ContainerEvent::Probe(update)); true }
+            changed = changed_opt(&mut self.source_changes) => {
+                if !changed { self.source_changes = None; }
+                true
+            }
             _ = sleep_until_opt(wake_at) => true,
         }
     }
@@ -452,6 +476,14 @@ pub(crate) fn find_container(pod: &Pod, name: &str) -> Option<Container> {
 async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Waits for the next change of `changes`; false when its sender is gone (never, if `None`).
+async fn changed_opt(changes: &mut Option<watch::Receiver<u64>>) -> bool {
+    match changes {
+        Some(changes) => changes.changed().await.is_ok(),
         None => std::future::pending().await,
     }
 }

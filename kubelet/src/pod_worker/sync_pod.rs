@@ -19,9 +19,11 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use crate::container::{container_config, pod_log_dir, PodContext};
+use crate::container::{container_config, pod_log_dir, ConfigError, PodContext};
 use crate::cri::{ContainerState, ContainerStatus};
-use crate::plan::{plan, Action, KillReason, PlanInput, StartFailure, StartFailureKind};
+use crate::plan::{
+    is_terminal, plan, Action, KillReason, PlanInput, StartFailure, StartFailureKind,
+};
 use crate::pod_worker::{find_container, ContainerEvent, PodWorker};
 use crate::status::{compute, PodView};
 use crate::terminate::{stop_container, StopRequest};
@@ -29,16 +31,30 @@ use crate::terminate::{stop_container, StopRequest};
 impl PodWorker {
     /// Plans and applies the next steps for a pod that is not terminating, then reports status.
     pub(crate) async fn sync_pod(&mut self, pod: &Arc<Pod>) {
+        if is_terminal(pod) || self.released {
+            // A finished pod never runs again: report what it was, then give its IP back.
+            self.report(pod, false).await;
+            return self.release_finished().await;
+        }
         if !self.ensure_sandbox(pod).await {
             return;
         }
+        if !self.sync_config_volumes(pod) {
+            return self.report(pod, false).await;
+        }
         let containers = self.containers();
+        let started: std::collections::BTreeSet<String> = self
+            .post_start_done
+            .intersection(&self.startup_passed)
+            .cloned()
+            .collect();
         let actions = plan(&PlanInput {
             pod,
             containers: &containers,
             memos: &self.memos,
             unhealthy: &self.unhealthy,
             killing: &self.killing,
+            started: &started,
             backoff: self.ctx.backoff,
             now: jiff::Timestamp::now(),
         });
@@ -164,10 +180,24 @@ impl PodWorker {
             return;
         };
         let ctx = self.pod_context(pod);
-        let config = match container_config(pod, &spec, attempt, &ctx) {
-            Ok(config) => config,
-            Err(error) => {
+        let config = match container_config(pod, &spec, attempt, &ctx, self.ctx.sources.as_ref()) {
+            Ok((config, warnings)) => {
+                for warning in warnings {
+                    self.ctx.reporter.event(
+                        pod,
+                        Some(name),
+                        "Warning",
+                        "InvalidEnvironmentVariableNames",
+                        &warning,
+                    );
+                }
+                config
+            }
+            Err(ConfigError::Image(error)) => {
                 return self.start_failed(pod, &spec, StartFailureKind::Image, error.message)
+            }
+            Err(ConfigError::Config(message)) => {
+                return self.start_failed(pod, &spec, StartFailureKind::Config, message)
             }
         };
         let image = spec.image.clone().unwrap_or_default();
@@ -229,6 +259,7 @@ impl PodWorker {
                 )
             }
             StartFailureKind::Run => ("RunContainerError", format!("Error: {message}")),
+            StartFailureKind::Config => ("CreateContainerConfigError", format!("Error: {message}")),
         };
         warn!(pod = %self.key, container = %name, %message, "could not start container");
         self.ctx
@@ -249,7 +280,13 @@ impl PodWorker {
             reason: reason.into(),
             message,
         });
-        self.wake_at(Instant::now() + Duration::from_millis(100));
+        // A missing ConfigMap or Secret is retried when one changes (the sources' watch wakes
+        // the worker); the backoff delay is only a slow resync, as upstream's periodic sync.
+        let retry = match kind {
+            StartFailureKind::Config => self.ctx.backoff.retry_delay(count),
+            _ => Duration::from_millis(100),
+        };
+        self.wake_at(Instant::now() + retry);
     }
 
     /// Runs postStart in the background; the container counts as Running once it finished.
@@ -346,7 +383,7 @@ impl PodWorker {
     }
 
     /// The per-pod facts that go into every container config.
-    fn pod_context(&self, pod: &Pod) -> PodContext {
+    pub(crate) fn pod_context(&self, pod: &Pod) -> PodContext {
         PodContext {
             pod_ip: self.pod_ip(),
             node_name: self.ctx.node_name.clone(),
@@ -366,6 +403,8 @@ impl PodWorker {
                 .map(|s| s.working_dirs.clone())
                 .unwrap_or_default(),
             log_dir: pod_log_dir(&self.ctx.root_dir, pod),
+            host_ip: self.ctx.host_ip.clone(),
+            allocatable: self.ctx.allocatable.clone(),
         }
     }
 }

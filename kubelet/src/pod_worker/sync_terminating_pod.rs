@@ -1,4 +1,4 @@
-//! The end of a pod: stop every container in parallel, report the final status, release the
+//! The end of a pod: stop the main containers in parallel, then the sidecars in reverse order, report the final status, release the
 //! sandbox, remove every container record and the pod's logs, and remove the pod object. Nothing
 //! of a deleted pod stays on the node (`kubelet/tests/cleanup.rs` checks it on real processes).
 //!
@@ -48,25 +48,35 @@ impl PodWorker {
         let pod_ip = self.pod_ip();
         let ctx = self.ctx.clone();
         let (ctx, pod_ref, pod_ip, grace_rx) = (&ctx, &pod, &pod_ip, &grace_rx);
-        let stops = running.iter().filter_map(|container| {
-            let spec = find_container(pod_ref, &container.config.name)?;
-            let name = spec.name.clone();
-            Some(async move {
+        let stop = |container: &crate::cri::ContainerStatus| {
+            let spec = find_container(pod_ref, &container.config.name);
+            let id = container.id.clone();
+            async move {
+                let Some(spec) = spec else { return };
+                let name = spec.name.clone();
                 let request = StopRequest {
                     runtime: ctx.runtime.as_ref(),
                     reporter: ctx.reporter.as_ref(),
                     pod: pod_ref,
                     container: &spec,
-                    id: &container.id,
+                    id: &id,
                     pod_ip,
                     start,
                     grace: grace_rx.clone(),
                     reason_message: format!("Stopping container {name}"),
                 };
-                stop_container(request).await
-            })
-        });
-        let stops = join_all(stops.collect::<Vec<_>>());
+                stop_container(request).await;
+            }
+        };
+        // The main containers stop together; then the sidecars, one by one in reverse order,
+        // within the same grace period (upstream's `killContainersWithSyncResult` since 1.29).
+        let (sidecars, main) = split_sidecars(pod_ref, &running);
+        let stops = async {
+            join_all(main.iter().map(|c| stop(c)).collect::<Vec<_>>()).await;
+            for sidecar in sidecars.iter().rev() {
+                stop(sidecar).await;
+            }
+        };
         tokio::pin!(stops);
         let mut removed = removed;
         loop {
@@ -131,4 +141,33 @@ impl PodWorker {
             delay *= 2;
         }
     }
+}
+
+/// The running containers split into sidecars (in spec order) and the others.
+fn split_sidecars(
+    pod: &Pod,
+    running: &[crate::cri::ContainerStatus],
+) -> (
+    Vec<crate::cri::ContainerStatus>,
+    Vec<crate::cri::ContainerStatus>,
+) {
+    let sidecar_names: Vec<&str> = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.init_containers.iter().flatten())
+        .filter(|c| crate::plan::is_sidecar(c))
+        .map(|c| c.name.as_str())
+        .collect();
+    let mut sidecars: Vec<_> = running
+        .iter()
+        .filter(|c| sidecar_names.contains(&c.config.name.as_str()))
+        .cloned()
+        .collect();
+    sidecars.sort_by_key(|c| sidecar_names.iter().position(|n| *n == c.config.name));
+    let main = running
+        .iter()
+        .filter(|c| !sidecar_names.contains(&c.config.name.as_str()))
+        .cloned()
+        .collect();
+    (sidecars, main)
 }

@@ -49,6 +49,9 @@ impl Harness {
                 max: Duration::from_secs(1),
             },
             tracker: TaskTracker::new(),
+            sources: Arc::new(crate::sources::StaticLookup::default()),
+            source_changes: watch::channel(0).1,
+            allocatable: Default::default(),
         });
         let (updates, receiver) = watch::channel(PodUpdate::Present(Arc::new(pod)));
         let token = CancellationToken::new();
