@@ -17,7 +17,8 @@
 //! - [`table`]: the `meta.k8s.io/v1` Table those cells travel in (k8s-openapi lacks it);
 //! - [`grace`]: which grace period a pod gets, for the API server and the kubelet alike;
 //! - [`workloads`]: defaults and validation of apps/v1 Deployments and ReplicaSets;
-//! - [`jobs`]: defaults, generated selector and validation of batch/v1 Jobs.
+//! - [`jobs`]: defaults, generated selector and validation of batch/v1 Jobs;
+//! - [`serviceaccounts`]: ServiceAccount user names and the pod admission (default account, token volume).
 //!
 //! minik leaves out: more than one version of a kind (so no conversion), protobuf types, apply
 //! configurations and the internal (hub) types upstream converts through.
@@ -31,6 +32,7 @@ pub mod key;
 pub mod printers;
 pub mod resource;
 pub mod selector;
+pub mod serviceaccounts;
 pub mod status;
 pub mod table;
 pub mod validation;

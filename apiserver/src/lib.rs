@@ -21,7 +21,8 @@
 //!    other crates pick a [`StorageBackend`] and can never name the `Storage` trait.
 //! 5. The answer is the object as JSON, or a [`table`] of rows when kubectl asks for one.
 //!
-//! Around that: [`discovery`] (`/version`, `/api`, `/apis`, `/api/v1`), [`openapi`] (the stub
+//! Around that: [`kubernetes_service`] (the `kubernetes` Service and its Endpoints, kept by the
+//! server), [`discovery`] (`/version`, `/api`, `/apis`, `/api/v1`), [`openapi`] (the stub
 //! `kubectl apply` validation needs), [`field_validation`] (`fieldValidation=Strict|Warn|Ignore`
 //! and `Warning:` headers), [`patch`] (strategic merge patch and server-side apply with
 //! `managedFields`), [`protobuf`] (the bodies kubectl's typed `create` commands send) and [`logs`]
@@ -29,7 +30,8 @@
 //!
 //! Started with `--tls-cert-file` and `--tls-private-key-file` it serves HTTPS ([`tls`]) and every
 //! request passes [`auth`] first: a client certificate (`--client-ca-file`) or a bearer token
-//! (`--token-auth-file`) names the user. Without those flags it serves plain http with no users.
+//! (`--token-auth-file`, or a ServiceAccount JWT verified with `--service-account-key-file`) names
+//! the user. Without those flags it serves plain http with no users.
 //!
 //! minik simplifies: no admission plugins (the namespace lifecycle and defaulting are built in), protobuf only for the request bodies kubectl sends that
 //! way (answers are JSON), one API version per kind, lists served from current state whatever
@@ -46,6 +48,7 @@ pub mod field_validation;
 pub mod handlers;
 pub mod hygiene;
 pub mod ignored_fields;
+pub mod kubernetes_service;
 pub mod logs;
 pub mod openapi;
 pub mod patch;
@@ -94,6 +97,8 @@ pub struct Config {
     pub tls: Option<tls::TlsFiles>,
     /// Upstream's static token CSV (`token,user,uid[,"groups"]`).
     pub token_auth_file: Option<PathBuf>,
+    /// The ServiceAccount token keys (the TokenRequest API and JWT authentication).
+    pub service_account: Option<auth::tokens::KeyFiles>,
 }
 
 impl Default for Config {
@@ -105,6 +110,7 @@ impl Default for Config {
             bookmark_interval: Duration::from_secs(60),
             tls: None,
             token_auth_file: None,
+            service_account: None,
         }
     }
 }
@@ -136,6 +142,18 @@ pub struct Args {
     /// Accept the bearer tokens of this CSV file (`token,user,uid[,"g1,g2"]`).
     #[arg(long, requires = "tls_cert_file")]
     pub token_auth_file: Option<PathBuf>,
+    /// Sign ServiceAccount tokens with this PKCS#8 EC P-256 key (PEM); serves the TokenRequest API.
+    #[arg(long, requires_all = ["tls_cert_file", "service_account_key_file"])]
+    pub service_account_signing_key_file: Option<PathBuf>,
+    /// Verify ServiceAccount tokens with this public key (PEM).
+    #[arg(long, requires = "service_account_signing_key_file")]
+    pub service_account_key_file: Option<PathBuf>,
+    /// The `iss` of ServiceAccount tokens.
+    #[arg(long, default_value = auth::tokens::DEFAULT_ISSUER)]
+    pub service_account_issuer: String,
+    /// The audiences a token must name to authenticate here (default: the issuer).
+    #[arg(long, value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
 }
 
 impl Args {
@@ -155,6 +173,15 @@ impl Args {
                     client_ca_file: self.client_ca_file,
                 }),
             token_auth_file: self.token_auth_file,
+            service_account: self
+                .service_account_signing_key_file
+                .zip(self.service_account_key_file)
+                .map(|(signing_key_file, key_file)| auth::tokens::KeyFiles {
+                    signing_key_file,
+                    key_file,
+                    issuer: self.service_account_issuer,
+                    api_audiences: self.api_audiences,
+                }),
         }
     }
 }
@@ -201,6 +228,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         bookmark_interval: config.bookmark_interval,
         tls: config.tls,
         token_auth_file: config.token_auth_file,
+        service_account: config.service_account,
         ..ServeOptions::default()
     };
     serve_with(listener, backend, options, shutdown).await
@@ -245,6 +273,8 @@ pub struct ServeOptions {
     pub max_connections: usize,
     /// The static bearer tokens (only with `tls`).
     pub token_auth_file: Option<PathBuf>,
+    /// The ServiceAccount token keys (only with `tls`).
+    pub service_account: Option<auth::tokens::KeyFiles>,
 }
 
 impl Default for ServeOptions {
@@ -254,6 +284,7 @@ impl Default for ServeOptions {
             header_read_timeout: Duration::from_secs(30),
             tls: None,
             token_auth_file: None,
+            service_account: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
@@ -307,6 +338,11 @@ pub async fn serve_with(
         http,
         security,
     });
+    tokio::spawn(kubernetes_service::run(
+        state.clone(),
+        local,
+        shutdown.clone(),
+    ));
     server::serve_connections(
         listener,
         router(state),
@@ -323,9 +359,9 @@ pub async fn serve_with(
 /// tokens never travel in clear text.
 fn security(options: &ServeOptions) -> Result<(Option<tokio_rustls::TlsAcceptor>, auth::Security)> {
     let Some(files) = &options.tls else {
-        if options.token_auth_file.is_some() {
+        if options.token_auth_file.is_some() || options.service_account.is_some() {
             return Err(Error::Io(std::io::Error::other(
-                "--token-auth-file needs --tls-cert-file",
+                "--token-auth-file and --service-account-signing-key-file need --tls-cert-file",
             )));
         }
         return Ok((None, auth::Security::default()));
@@ -338,12 +374,24 @@ fn security(options: &ServeOptions) -> Result<(Option<tokio_rustls::TlsAcceptor>
         }
         None => Default::default(),
     };
+    let keys = match &options.service_account {
+        Some(files) => Some(Arc::new(
+            auth::tokens::Keys::load(files).map_err(std::io::Error::other)?,
+        )),
+        None => None,
+    };
     tracing::info!(
         client_ca = files.client_ca_file.is_some(),
         tokens = tokens.len(),
+        service_account_tokens = keys.is_some(),
         "serving https with authentication"
     );
-    let security = auth::Security::with_authenticator(auth::authn::Authenticator::new(tokens));
+    let mut authenticator = auth::authn::Authenticator::new(tokens);
+    if let Some(keys) = &keys {
+        authenticator = authenticator.with_service_accounts(keys.clone());
+    }
+    let mut security = auth::Security::with_authenticator(authenticator);
+    security.tokens = keys;
     Ok((Some(tls::acceptor(files)?), security))
 }
 
