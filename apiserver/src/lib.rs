@@ -99,6 +99,8 @@ pub struct Config {
     pub token_auth_file: Option<PathBuf>,
     /// The ServiceAccount token keys (the TokenRequest API and JWT authentication).
     pub service_account: Option<auth::tokens::KeyFiles>,
+    /// The most connections served at once.
+    pub max_connections: usize,
 }
 
 impl Default for Config {
@@ -111,6 +113,7 @@ impl Default for Config {
             tls: None,
             token_auth_file: None,
             service_account: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -154,6 +157,9 @@ pub struct Args {
     /// The audiences a token must name to authenticate here (default: the issuer).
     #[arg(long, value_delimiter = ',')]
     pub api_audiences: Vec<String>,
+    /// The most connections served at once; more wait in the listen backlog.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
 }
 
 impl Args {
@@ -182,6 +188,7 @@ impl Args {
                     issuer: self.service_account_issuer,
                     api_audiences: self.api_audiences,
                 }),
+            max_connections: self.max_connections.max(1),
         }
     }
 }
@@ -200,6 +207,8 @@ pub struct Shared {
     pub(crate) http: reqwest::Client,
     /// Who may do what; off for a plain-http server.
     pub(crate) security: auth::Security,
+    /// How long a request body may take to arrive.
+    pub(crate) body_read_timeout: Duration,
 }
 
 /// The state handlers receive.
@@ -229,6 +238,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         tls: config.tls,
         token_auth_file: config.token_auth_file,
         service_account: config.service_account,
+        max_connections: config.max_connections,
         ..ServeOptions::default()
     };
     serve_with(listener, backend, options, shutdown).await
@@ -267,6 +277,8 @@ pub struct ServeOptions {
     pub bookmark_interval: Duration,
     /// How long a client may take to send its request headers (30 s, hyper's default).
     pub header_read_timeout: Duration,
+    /// How long a client may take to send a request body (60 s, upstream's request deadline).
+    pub body_read_timeout: Duration,
     /// Serve HTTPS and authenticate every request (`None`: plain http, no users).
     pub tls: Option<tls::TlsFiles>,
     /// The most connections open at once; more wait in the listen backlog (slowloris bound).
@@ -282,6 +294,7 @@ impl Default for ServeOptions {
         ServeOptions {
             bookmark_interval: Duration::from_secs(60),
             header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(60),
             tls: None,
             token_auth_file: None,
             service_account: None,
@@ -337,6 +350,7 @@ pub async fn serve_with(
         ip_allocation: tokio::sync::Mutex::new(()),
         http,
         security,
+        body_read_timeout: options.body_read_timeout,
     });
     tokio::spawn(kubernetes_service::run(
         state.clone(),
@@ -431,6 +445,10 @@ pub fn router(state: AppState) -> Router {
             any(handlers::group_resource),
         )
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            server::read_body_in_time,
+        ))
         .with_state(state)
         .layer(DefaultBodyLimit::disable())
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
