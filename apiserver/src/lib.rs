@@ -7,7 +7,8 @@
 //!
 //! How a request flows:
 //!
-//! 1. [`server`] accepts the connection (hyper, with a header-read timeout) and hands the request
+//! 1. [`server`] accepts the connection (hyper, with header- and body-read timeouts, at most
+//!    `--max-connections` at once) and hands the request
 //!    to the axum [`router`]. A body over 3 MiB is refused with 413 before any handler runs, and
 //!    [`hygiene`] refuses browser `Origin`s, foreign `Host`s and `text/plain` writes.
 //! 2. [`request`] parses the path into a kind, namespace, name and subresource, and reads the
