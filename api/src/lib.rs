@@ -19,6 +19,7 @@
 //! - [`workloads`]: defaults and validation of apps/v1 Deployments and ReplicaSets;
 //! - [`jobs`]: defaults, generated selector and validation of batch/v1 Jobs;
 //! - [`config`]: ConfigMap and Secret keys, Secret types, `stringData` and `immutable`.
+//! - [`serviceaccounts`]: ServiceAccount user names and the pod admission (default account, token volume).
 //!
 //! minik leaves out: more than one version of a kind (so no conversion), protobuf types, apply
 //! configurations and the internal (hub) types upstream converts through.
@@ -33,6 +34,7 @@ pub mod key;
 pub mod printers;
 pub mod resource;
 pub mod selector;
+pub mod serviceaccounts;
 pub mod status;
 pub mod table;
 pub mod validation;

@@ -4,8 +4,9 @@
 //! kubectl learns that `po` means pods and that nodes are cluster-scoped. minik serves only the
 //! core/v1 kinds its pipeline needs (ConfigMaps and Secrets among them), plus coordination.k8s.io Leases (node heartbeats) and
 //! discovery.k8s.io EndpointSlices (what `kubectl describe service` reads a Service's endpoints from)
-//! the apps/v1 workloads (Deployments and the ReplicaSets they roll), batch/v1 Jobs, and the
-//! rbac.authorization.k8s.io/v1 roles and bindings the authorizer reads.
+//! the apps/v1 workloads (Deployments and the ReplicaSets they roll), batch/v1 Jobs, the
+//! rbac.authorization.k8s.io/v1 roles and bindings the authorizer reads, and the ServiceAccounts
+//! pods run as.
 
 /// What minik knows about one kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,6 +184,14 @@ pub const RESOURCES: &[ResourceInfo] = &[
         api_version: "rbac.authorization.k8s.io/v1",
     },
     ResourceInfo {
+        kind: "ServiceAccount",
+        plural: "serviceaccounts",
+        singular: "serviceaccount",
+        short_names: &["sa"],
+        namespaced: true,
+        api_version: "v1",
+    },
+    ResourceInfo {
         kind: "Job",
         plural: "jobs",
         singular: "job",
@@ -233,6 +242,7 @@ mod tests {
             Some("apps/v1")
         );
         assert_eq!(lookup("rs").map(|info| info.kind), Some("ReplicaSet"));
+        assert_eq!(lookup("sa").map(|info| info.plural), Some("serviceaccounts"));
         assert!(!lookup("no").unwrap().namespaced);
     }
 

@@ -12,10 +12,12 @@
 //! - a write's `Content-Type` must be JSON, YAML, one of the four patch types or protobuf
 //!   (415 otherwise, `text/plain` included).
 //!
-//! What minik simplifies: no allowed-origins list (CORS cannot be switched on). A write with no
-//! `Content-Type` at all is read as JSON, because the Python client sends none
-//! (docs/real-clients.md#python); a browser cannot send such a body without `Origin`, which is
-//! refused first.
+//! A write with no `Content-Type` at all is read as JSON, as upstream's negotiation does, and the
+//! Python client needs it: it sends none on creates, replaces, deletes with a body and
+//! TokenRequests (docs/security.md#h11); a browser cannot send such a body without `Origin`,
+//! which is refused first. A PATCH without one is a 415 (`registry/patch.rs`).
+//!
+//! What minik simplifies: no allowed-origins list (CORS cannot be switched on).
 
 use axum::extract::Request;
 use axum::http::{header, Method};

@@ -7,7 +7,8 @@
 //!
 //! How a request flows:
 //!
-//! 1. [`server`] accepts the connection (hyper, with a header-read timeout) and hands the request
+//! 1. [`server`] accepts the connection (hyper, with header- and body-read timeouts, at most
+//!    `--max-connections` at once) and hands the request
 //!    to the axum [`router`]. A body over 3 MiB is refused with 413 before any handler runs, and
 //!    [`hygiene`] refuses browser `Origin`s, foreign `Host`s and `text/plain` writes.
 //! 2. [`request`] parses the path into a kind, namespace, name and subresource, and reads the
@@ -21,7 +22,8 @@
 //!    other crates pick a [`StorageBackend`] and can never name the `Storage` trait.
 //! 5. The answer is the object as JSON, or a [`table`] of rows when kubectl asks for one.
 //!
-//! Around that: [`discovery`] (`/version`, `/api`, `/apis`, `/api/v1`), [`openapi`] (the stub
+//! Around that: [`kubernetes_service`] (the `kubernetes` Service and its Endpoints, kept by the
+//! server), [`discovery`] (`/version`, `/api`, `/apis`, `/api/v1`), [`openapi`] (the stub
 //! `kubectl apply` validation needs), [`field_validation`] (`fieldValidation=Strict|Warn|Ignore`
 //! and `Warning:` headers), [`patch`] (strategic merge patch and server-side apply with
 //! `managedFields`), [`protobuf`] (the bodies kubectl's typed `create` commands send) and [`logs`]
@@ -29,7 +31,8 @@
 //!
 //! Started with `--tls-cert-file` and `--tls-private-key-file` it serves HTTPS ([`tls`]) and every
 //! request passes [`auth`] first: a client certificate (`--client-ca-file`) or a bearer token
-//! (`--token-auth-file`) names the user. Without those flags it serves plain http with no users.
+//! (`--token-auth-file`, or a ServiceAccount JWT verified with `--service-account-key-file`) names
+//! the user. Without those flags it serves plain http with no users.
 //!
 //! minik simplifies: no admission plugins (the namespace lifecycle and defaulting are built in), protobuf only for the request bodies kubectl sends that
 //! way (answers are JSON), one API version per kind, lists served from current state whatever
@@ -46,6 +49,7 @@ pub mod field_validation;
 pub mod handlers;
 pub mod hygiene;
 pub mod ignored_fields;
+pub mod kubernetes_service;
 pub mod logs;
 pub mod openapi;
 pub mod patch;
@@ -96,6 +100,10 @@ pub struct Config {
     pub token_auth_file: Option<PathBuf>,
     /// How the log proxy authenticates to the kubelets (https); `None`: plain http.
     pub kubelet_client: Option<logs::KubeletClientFiles>,
+    /// The ServiceAccount token keys (the TokenRequest API and JWT authentication).
+    pub service_account: Option<auth::tokens::KeyFiles>,
+    /// The most connections served at once.
+    pub max_connections: usize,
 }
 
 impl Default for Config {
@@ -108,6 +116,8 @@ impl Default for Config {
             tls: None,
             token_auth_file: None,
             kubelet_client: None,
+            service_account: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -148,6 +158,21 @@ pub struct Args {
     /// The CA the kubelets' serving certificates must chain to.
     #[arg(long, requires = "kubelet_client_certificate")]
     pub kubelet_certificate_authority: Option<PathBuf>,
+    /// Sign ServiceAccount tokens with this PKCS#8 EC P-256 key (PEM); serves the TokenRequest API.
+    #[arg(long, requires_all = ["tls_cert_file", "service_account_key_file"])]
+    pub service_account_signing_key_file: Option<PathBuf>,
+    /// Verify ServiceAccount tokens with this public key (PEM).
+    #[arg(long, requires = "service_account_signing_key_file")]
+    pub service_account_key_file: Option<PathBuf>,
+    /// The `iss` of ServiceAccount tokens.
+    #[arg(long, default_value = auth::tokens::DEFAULT_ISSUER)]
+    pub service_account_issuer: String,
+    /// The audiences a token must name to authenticate here (default: the issuer).
+    #[arg(long, value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
+    /// The most connections served at once; more wait in the listen backlog.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
 }
 
 impl Args {
@@ -181,6 +206,16 @@ impl Args {
                 }
                 _ => None,
             },
+            service_account: self
+                .service_account_signing_key_file
+                .zip(self.service_account_key_file)
+                .map(|(signing_key_file, key_file)| auth::tokens::KeyFiles {
+                    signing_key_file,
+                    key_file,
+                    issuer: self.service_account_issuer,
+                    api_audiences: self.api_audiences,
+                }),
+            max_connections: self.max_connections.max(1),
         }
     }
 }
@@ -201,6 +236,8 @@ pub struct Shared {
     pub(crate) kubelet_tls: bool,
     /// Who may do what; off for a plain-http server.
     pub(crate) security: auth::Security,
+    /// How long a request body may take to arrive.
+    pub(crate) body_read_timeout: Duration,
 }
 
 /// The state handlers receive.
@@ -230,6 +267,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         tls: config.tls,
         token_auth_file: config.token_auth_file,
         kubelet_client: config.kubelet_client,
+        service_account: config.service_account,
+        max_connections: config.max_connections,
         ..ServeOptions::default()
     };
     serve_with(listener, backend, options, shutdown).await
@@ -268,6 +307,8 @@ pub struct ServeOptions {
     pub bookmark_interval: Duration,
     /// How long a client may take to send its request headers (30 s, hyper's default).
     pub header_read_timeout: Duration,
+    /// How long a client may take to send a request body (60 s, upstream's request deadline).
+    pub body_read_timeout: Duration,
     /// Serve HTTPS and authenticate every request (`None`: plain http, no users).
     pub tls: Option<tls::TlsFiles>,
     /// The most connections open at once; more wait in the listen backlog (slowloris bound).
@@ -276,6 +317,8 @@ pub struct ServeOptions {
     pub token_auth_file: Option<PathBuf>,
     /// The log proxy's https identity towards the kubelets (`None`: plain http).
     pub kubelet_client: Option<logs::KubeletClientFiles>,
+    /// The ServiceAccount token keys (only with `tls`).
+    pub service_account: Option<auth::tokens::KeyFiles>,
 }
 
 impl Default for ServeOptions {
@@ -283,9 +326,11 @@ impl Default for ServeOptions {
         ServeOptions {
             bookmark_interval: Duration::from_secs(60),
             header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(60),
             tls: None,
             token_auth_file: None,
             kubelet_client: None,
+            service_account: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
@@ -336,7 +381,13 @@ pub async fn serve_with(
         http,
         kubelet_tls: options.kubelet_client.is_some(),
         security,
+        body_read_timeout: options.body_read_timeout,
     });
+    tokio::spawn(kubernetes_service::run(
+        state.clone(),
+        local,
+        shutdown.clone(),
+    ));
     server::serve_connections(
         listener,
         router(state),
@@ -353,9 +404,9 @@ pub async fn serve_with(
 /// tokens never travel in clear text.
 fn security(options: &ServeOptions) -> Result<(Option<tokio_rustls::TlsAcceptor>, auth::Security)> {
     let Some(files) = &options.tls else {
-        if options.token_auth_file.is_some() {
+        if options.token_auth_file.is_some() || options.service_account.is_some() {
             return Err(Error::Io(std::io::Error::other(
-                "--token-auth-file needs --tls-cert-file",
+                "--token-auth-file and --service-account-signing-key-file need --tls-cert-file",
             )));
         }
         return Ok((None, auth::Security::default()));
@@ -368,12 +419,24 @@ fn security(options: &ServeOptions) -> Result<(Option<tokio_rustls::TlsAcceptor>
         }
         None => Default::default(),
     };
+    let keys = match &options.service_account {
+        Some(files) => Some(Arc::new(
+            auth::tokens::Keys::load(files).map_err(std::io::Error::other)?,
+        )),
+        None => None,
+    };
     tracing::info!(
         client_ca = files.client_ca_file.is_some(),
         tokens = tokens.len(),
+        service_account_tokens = keys.is_some(),
         "serving https with authentication"
     );
-    let security = auth::Security::with_authenticator(auth::authn::Authenticator::new(tokens));
+    let mut authenticator = auth::authn::Authenticator::new(tokens);
+    if let Some(keys) = &keys {
+        authenticator = authenticator.with_service_accounts(keys.clone());
+    }
+    let mut security = auth::Security::with_authenticator(authenticator);
+    security.tokens = keys;
     Ok((Some(tls::acceptor(files)?), security))
 }
 
@@ -413,6 +476,10 @@ pub fn router(state: AppState) -> Router {
             any(handlers::group_resource),
         )
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            server::read_body_in_time,
+        ))
         .with_state(state)
         .layer(DefaultBodyLimit::disable())
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))

@@ -7,8 +7,9 @@
 //! POST with `Content-Type: application/vnd.kubernetes.protobuf` whatever the server prefers
 //! (docs/real-clients.md does not list this; found by running them).
 //!
-//! `kubectl auth can-i` sends its SelfSubjectAccessReview the same way, and `kubectl create
-//! configmap|secret` their ConfigMap and Secret (data, binaryData, type, immutable).
+//! `kubectl auth can-i` sends its SelfSubjectAccessReview the same way, `kubectl create
+//! configmap|secret` their ConfigMap and Secret (data, binaryData, type, immutable), `kubectl create
+//! token` its TokenRequest and `kubectl create serviceaccount` its ServiceAccount.
 //!
 //! minik decodes only the fields those commands set: a Namespace's, a Service's and a
 //! Deployment's and a Job's metadata (name, generateName, namespace, labels, annotations), the Service's spec
@@ -29,7 +30,7 @@ pub enum Error {
     Malformed(&'static str),
     /// A kind minik has no protobuf schema for.
     #[error(
-        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job, ConfigMap, Secret and access reviews, not {0:?}; send JSON"
+        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job, ConfigMap, Secret, ServiceAccount, TokenRequest and access reviews, not {0:?}; send JSON"
     )]
     Unsupported(String),
 }
@@ -180,6 +181,25 @@ const JOB_SPEC: Schema = &[
     (7, Field::OptInt("backoffLimit")),
     (8, Field::OptInt("ttlSecondsAfterFinished")),
     (9, Field::Str("completionMode")),
+];
+
+// core/v1 ServiceAccount (`kubectl create serviceaccount NAME`) and authentication.k8s.io/v1
+// TokenRequest (`kubectl create token NAME [--audience …] [--duration …] [--bound-object-…]`).
+const SERVICE_ACCOUNT: Schema = &[(1, Field::Message("metadata", OBJECT_META))];
+const TOKEN_REQUEST: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::Message("spec", TOKEN_REQUEST_SPEC)),
+];
+const TOKEN_REQUEST_SPEC: Schema = &[
+    (1, Field::StrList("audiences")),
+    (3, Field::Message("boundObjectRef", BOUND_OBJECT_REFERENCE)),
+    (4, Field::OptInt("expirationSeconds")),
+];
+const BOUND_OBJECT_REFERENCE: Schema = &[
+    (1, Field::Str("kind")),
+    (2, Field::Str("apiVersion")),
+    (3, Field::Str("name")),
+    (4, Field::Str("uid")),
 ];
 
 /// One raw field: its number and its payload (a varint, or length-delimited bytes).
@@ -364,6 +384,8 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
         "Job" => JOB,
         "ConfigMap" => CONFIG_MAP,
         "Secret" => SECRET,
+        "ServiceAccount" => SERVICE_ACCOUNT,
+        "TokenRequest" => TOKEN_REQUEST,
         _ => return Err(Error::Unsupported(kind)),
     };
     let mut object = message(raw, schema)?;

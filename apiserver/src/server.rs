@@ -5,7 +5,9 @@
 //!
 //! `axum::serve` would do, but it offers no header-read timeout, and hyper silently disables its
 //! own when no timer is configured (docs/security.md#h10: a client sending half a request would
-//! hold its socket forever). So connections are served here with an explicit timer and timeout. On
+//! hold its socket forever). So connections are served here with an explicit timer and timeout,
+//! and [`read_body_in_time`] bounds the body the same way (upstream's `ReadHeaderTimeout` and
+//! request deadline). On
 //! shutdown each connection is asked to finish gracefully; watch streams end on the same token, so
 //! the drain completes.
 
@@ -13,7 +15,10 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::{header, Request, StatusCode};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderValue, Request, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use hyper::body::Incoming;
@@ -30,7 +35,7 @@ use tower::ServiceExt;
 use tracing::{debug, info, warn};
 
 use crate::error::ApiError;
-use crate::tls;
+use crate::{tls, AppState};
 
 /// How long shutdown waits for in-flight requests before giving up on them.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -133,6 +138,46 @@ where
             connection.await
         }
     }
+}
+
+/// Reads the whole request body within the server's body-read timeout before any handler runs
+/// (docs/security.md#h10): a client that sends its headers and then trickles the body, a byte
+/// every few seconds, gets 408 and loses the connection instead of holding it for ever. The
+/// body limit layer runs first, so the read also stops at 3 MiB (413).
+pub async fn read_body_in_time(
+    State(state): State<AppState>,
+    request: Request<Body>,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let read = axum::body::to_bytes(body, usize::MAX);
+    let bytes = match tokio::time::timeout(state.body_read_timeout, read).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(error)) => {
+            let too_large = std::error::Error::source(&error)
+                .is_some_and(|e| e.is::<http_body_util::LengthLimitError>());
+            let status = if too_large {
+                status::too_large("Request entity too large: limit is 3145728")
+            } else {
+                status::bad_request(format!("reading the request body: {error}"))
+            };
+            return ApiError::from(status).into_response();
+        }
+        Err(_) => {
+            debug!(path = %parts.uri.path(), "request body not received in time");
+            let message = format!(
+                "the request body was not received within {:?}",
+                state.body_read_timeout
+            );
+            let mut response =
+                ApiError::from(status::failure(408, "Timeout", message)).into_response();
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return response;
+        }
+    };
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
 }
 
 /// Turns the plain-text errors produced outside the handlers (413 from the body limit, 405 from a

@@ -85,6 +85,30 @@ async fn a_missing_content_type_reads_as_json() {
     assert_eq!(code, 201, "{body}");
 }
 
+/// docs/security.md#h11: the Python client's DELETE with `DeleteOptions` in a body and no
+/// `Content-Type` works; a PATCH without one is 415 and changes nothing.
+#[tokio::test]
+async fn a_body_without_content_type_is_json_but_a_patch_needs_its_type() {
+    let server = TestServer::start().await;
+    assert_eq!(server.post(PODS, &pod("web")).await.0, 201);
+    let path = format!("{PODS}/web");
+    let patch = server
+        .http
+        .patch(server.url(&path))
+        .body(r#"{"metadata":{"labels":{"evil":"yes"}}}"#);
+    let (code, status) = server.send(patch).await;
+    assert_eq!(code, 415, "{status}");
+    let (_, stored) = server.get(&path).await;
+    assert!(stored["metadata"]["labels"].get("evil").is_none());
+    let delete = server
+        .http
+        .delete(server.url(&path))
+        .body(r#"{"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0}"#);
+    let (code, body) = server.send(delete).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(server.get(&path).await.0, 404, "grace 0 from the body was applied");
+}
+
 /// At the connection cap a new client waits until an open connection goes away.
 #[tokio::test]
 async fn open_connections_are_capped() {

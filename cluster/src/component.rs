@@ -116,6 +116,15 @@ impl Component {
                 flag("--listen", config.listen.to_string());
                 let data = config.data_dir.join("apiserver");
                 flag("--data-dir", data.display().to_string());
+                if config.secure {
+                    // ServiceAccount tokens: signed and verified with DATA/pki/sa.key, sa.pub.
+                    let pki = crate::pki::Pki {
+                        dir: config.data_dir.join("pki"),
+                    };
+                    let (key, public) = pki.service_account_key_files();
+                    flag("--service-account-signing-key-file", key.display().to_string());
+                    flag("--service-account-key-file", public.display().to_string());
+                }
             }
             Component::Kubelet => {
                 let name = format!("node-{node}");

@@ -10,7 +10,8 @@
 //! - `kubelet-NODE.crt`/`.key`: one serving certificate per kubelet;
 //! - `NAME-client.crt`/`.key`: one client certificate per [`Identity`], subject CN = user and one O
 //!   per group, which is exactly what the apiserver's x509 authenticator reads
-//!   (docs/security.md#x1).
+//!   (docs/security.md#x1);
+//! - `sa.key`/`sa.pub`: the key pair that signs and verifies ServiceAccount tokens.
 //!
 //! Keys are ECDSA P-256 (what rcgen's ring backend makes fastest). The directory is 0700 and every
 //! file 0600, written through a temporary file and a rename, so a crash never leaves half a key.
@@ -190,6 +191,7 @@ impl Pki {
                 &issuer,
             )?;
         }
+        pki.ensure_service_account_key()?;
         tracing::info!(dir = %pki.dir.display(), nodes = nodes.len(), "pki ready");
         Ok(pki)
     }
@@ -245,6 +247,26 @@ impl Pki {
         let text = serde_saphyr::to_string(&value)
             .map_err(|e| Error::Kubeconfig(format!("serializing kubeconfig: {e}")))?;
         write_private(path, text.as_bytes())
+    }
+
+    /// `DATA/pki/sa.key` (PKCS#8, signs ServiceAccount tokens) and `DATA/pki/sa.pub` (verifies
+    /// them), as kubeadm's `sa.key`/`sa.pub`: the apiserver's `--service-account-signing-key-file`
+    /// and `--service-account-key-file`.
+    pub fn service_account_key_files(&self) -> (PathBuf, PathBuf) {
+        (self.dir.join("sa.key"), self.dir.join("sa.pub"))
+    }
+
+    /// Creates the ServiceAccount key pair (ECDSA P-256, so tokens are ES256) unless both exist.
+    pub fn ensure_service_account_key(&self) -> Result<()> {
+        let (key, public) = self.service_account_key_files();
+        if key.exists() && public.exists() {
+            return Ok(());
+        }
+        let key_pair = KeyPair::generate().map_err(pki_error)?;
+        write_private(&key, key_pair.serialize_pem().as_bytes())?;
+        write_private(&public, key_pair.public_key_pem().as_bytes())?;
+        tracing::info!(file = %key.display(), "created the service account signing key");
+        Ok(())
     }
 
     fn ensure_ca(&self) -> Result<CertAndKey> {

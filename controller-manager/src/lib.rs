@@ -11,7 +11,8 @@
 //! 3. [`controller`]: the [`controller::Controller`] trait, and the workers that drain each
 //!    controller's `minik_client::WorkQueue` with per-key rate-limited retries;
 //! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`], [`deployment`],
-//!    [`job`] and [`gc`] (the garbage collector).
+//!    [`job`], [`serviceaccount`] (a `default` ServiceAccount per namespace) and [`gc`] (the
+//!    garbage collector).
 //!
 //! ```text
 //!  Lease ──► leader? ──► SharedInformers (pods, replicasets, deployments, every kind's metadata)
@@ -35,6 +36,7 @@ pub mod leader;
 pub mod ownership;
 pub mod pod_control;
 pub mod replicaset;
+pub mod serviceaccount;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -191,6 +193,12 @@ pub fn start_controllers(
             job::JobController::new(informers, client.clone(), job::JobOptions::default()),
             informers,
             workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            serviceaccount::ServiceAccountsController::new(informers, client.clone()),
+            informers,
+            1,
             shutdown.clone(),
         ),
         // The collector registers last: it reuses every typed informer registered above.

@@ -1,13 +1,14 @@
-//! The rows of `get nodes`, `get namespaces`, `get events` and `get leases`.
+//! The rows of `get nodes`, `get namespaces`, `get events`, `get leases` and `get serviceaccounts`.
 //!
-//! Kubernetes counterpart: `printNode`, `printNamespace`, `printEvent` and `printLease` in
+//! Kubernetes counterpart: `printNode`, `printNamespace`, `printEvent`, `printLease` and
+//! `printServiceAccount` in
 //! `pkg/printers/internalversion/printers.go`. A node's STATUS comes from its Ready condition
 //! (`Ready`, `NotReady`, `Unknown`), plus `SchedulingDisabled` when cordoned; ROLES from its
 //! `node-role.kubernetes.io/*` labels.
 
 use jiff::Timestamp;
 
-use crate::core::{Event, Namespace, Node};
+use crate::core::{Event, Namespace, Node, ServiceAccount};
 use k8s_openapi::api::coordination::v1::Lease;
 
 use super::duration::age;
@@ -147,6 +148,19 @@ pub fn lease_row(lease: &Lease, now: Timestamp) -> Vec<String> {
         lease.metadata.name.clone().unwrap_or_default(),
         holder,
         age(lease.metadata.creation_timestamp.as_ref().map(|t| t.0), now),
+    ]
+}
+
+/// NAME SECRETS AGE (`printServiceAccount`: SECRETS counts the legacy token secrets, 0 since 1.24).
+pub fn service_account_row(account: &ServiceAccount, now: Timestamp) -> Vec<String> {
+    let secrets = account.secrets.as_ref().map_or(0, Vec::len);
+    vec![
+        account.metadata.name.clone().unwrap_or_default(),
+        secrets.to_string(),
+        age(
+            account.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            now,
+        ),
     ]
 }
 

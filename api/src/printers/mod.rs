@@ -2,7 +2,7 @@
 //!
 //! Kubernetes counterpart: `pkg/printers/internalversion/printers.go` (`AddHandlers`: the
 //! `TableColumnDefinition`s and `printPod`, `printService`, `printEndpoints`, `printNode`,
-//! `printEvent`, `printNamespace`, `printLease`, `printConfigMap`, `printSecret`, `printDeployment`, `printReplicaSet`, `printJob`) and `k8s.io/apimachinery/pkg/util/duration`
+//! `printEvent`, `printNamespace`, `printLease`, `printConfigMap`, `printSecret`, `printServiceAccount`, `printDeployment`, `printReplicaSet`, `printJob`) and `k8s.io/apimachinery/pkg/util/duration`
 //! (AGE). Upstream's API server always prints the *wide* row (`GenerateOptions{Wide: true}`) and
 //! marks the extra columns `priority: 1`; kubectl drops them unless `-o wide`. minik does the same:
 //! [`row`] is the full row the server sends (`as=Table`), computed by pure functions (object +
@@ -102,6 +102,7 @@ pub fn columns(kind: &str) -> Vec<Column> {
         "ConfigMap" => &[("Name", 0), ("Data", 0), ("Age", 0)],
         "Secret" => &[("Name", 0), ("Type", 0), ("Data", 0), ("Age", 0)],
         "Lease" => &[("Name", 0), ("Holder", 0), ("Age", 0)],
+        "ServiceAccount" => &[("Name", 0), ("Secrets", 0), ("Age", 0)],
         "EndpointSlice" => &[
             ("Name", 0),
             ("AddressType", 0),
@@ -174,6 +175,7 @@ pub fn full_cells(
         "Lease" => cluster::lease_row(&typed(object)?, now),
         "ConfigMap" => config::config_map_row(&typed(object)?, now),
         "Secret" => config::secret_row(&typed(object)?, now),
+        "ServiceAccount" => cluster::service_account_row(&typed(object)?, now),
         "EndpointSlice" => service::endpoint_slice_row(&typed(object)?, now),
         "Deployment" => workloads::deployment_row(&typed(object)?, true, now),
         "ReplicaSet" => workloads::replica_set_row(&typed(object)?, true, now),

@@ -4,19 +4,22 @@
 //! → user, each O → a group), `authentication/token/tokenfile/tokenfile.go` (the static token CSV),
 //! `request/bearertoken/bearertoken.go`, `request/anonymous/anonymous.go` and
 //! `group/authenticated_group_adder.go`, chained as `pkg/kubeapiserver/authenticator/config.go`
-//! does: a certificate, else a token, else anonymous. A credential that is presented but wrong is
-//! 401, never anonymous (docs/security.md#x3).
+//! does: a certificate, else a token (the token file's, else a ServiceAccount JWT, `tokens.rs`),
+//! else anonymous. A credential that is presented but wrong is 401, never anonymous
+//! (docs/security.md#x3).
 //!
 //! The certificate itself is verified during the TLS handshake (`tls.rs`: it must chain to
-//! `--client-ca-file`); here it is only read. What minik simplifies: no ServiceAccount JWTs, no
-//! OIDC, no webhook token review, no `extra` from certificates.
+//! `--client-ca-file`); here it is only read. What minik simplifies: no OIDC, no webhook token
+//! review, no `extra` from certificates or ServiceAccount tokens.
 //!
 //! Read next: `authz.rs`, which decides what the user found here may do.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use x509_parser::prelude::{FromDer, X509Certificate};
 
+use super::tokens::{Claims, Keys};
 use super::UserInfo;
 
 /// The anonymous user and its one group (docs/security.md#n1).
@@ -72,24 +75,37 @@ fn with_authenticated_group(mut user: UserInfo) -> UserInfo {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Unauthorized;
 
-/// The token authenticator and the chain around it.
+/// The token authenticators and the chain around them.
 #[derive(Debug, Default, Clone)]
 pub struct Authenticator {
     tokens: HashMap<String, UserInfo>,
+    service_accounts: Option<Arc<Keys>>,
 }
 
 impl Authenticator {
     /// An authenticator knowing the tokens of a `--token-auth-file` (empty: none).
     pub fn new(tokens: HashMap<String, UserInfo>) -> Self {
-        Authenticator { tokens }
+        Authenticator {
+            tokens,
+            service_accounts: None,
+        }
+    }
+
+    /// Also accepts the ServiceAccount JWTs these keys verify.
+    pub fn with_service_accounts(mut self, keys: Arc<Keys>) -> Self {
+        self.service_accounts = Some(keys);
+        self
     }
 
     /// The chain: the connection's certificate user, else the `Authorization` header's bearer
-    /// token, else anonymous. An `Authorization` header that is not a known bearer token is 401.
+    /// token (the token file's, else a ServiceAccount JWT that `still_valid` confirms: its
+    /// account and bound pod still exist), else anonymous. An `Authorization` header that is not
+    /// a valid bearer token is 401.
     pub fn authenticate(
         &self,
         certificate_user: Option<&UserInfo>,
         authorization: Option<&str>,
+        still_valid: impl FnOnce(&Claims) -> bool,
     ) -> Result<UserInfo, Unauthorized> {
         if let Some(user) = certificate_user {
             return Ok(user.clone());
@@ -98,11 +114,15 @@ impl Authenticator {
             return Ok(anonymous());
         };
         let token = bearer_token(header).ok_or(Unauthorized)?;
-        self.tokens
-            .get(token)
-            .cloned()
-            .map(with_authenticated_group)
-            .ok_or(Unauthorized)
+        if let Some(user) = self.tokens.get(token) {
+            return Ok(with_authenticated_group(user.clone()));
+        }
+        let keys = self.service_accounts.as_deref().ok_or(Unauthorized)?;
+        let claims = keys.verify(token, super::tokens::now()).ok_or(Unauthorized)?;
+        if !still_valid(&claims) {
+            return Err(Unauthorized);
+        }
+        Ok(claims.user())
     }
 }
 
@@ -199,22 +219,22 @@ mod tests {
         let authn = Authenticator::new(tokens);
         let cert = user("system:node:n1", &["system:nodes", AUTHENTICATED]);
         assert_eq!(
-            authn.authenticate(Some(&cert), Some("Bearer nope")),
+            authn.authenticate(Some(&cert), Some("Bearer nope"), |_| true),
             Ok(cert.clone())
         );
-        let alice = authn.authenticate(None, Some("bearer secret")).unwrap();
+        let alice = authn.authenticate(None, Some("bearer secret"), |_| true).unwrap();
         assert_eq!((alice.name.as_str(), alice.uid.as_str()), ("alice", "1"));
         assert_eq!(alice.groups, vec!["dev", AUTHENTICATED]);
         assert_eq!(
-            authn.authenticate(None, Some("Bearer nope")),
+            authn.authenticate(None, Some("Bearer nope"), |_| true),
             Err(Unauthorized)
         );
         assert_eq!(
-            authn.authenticate(None, Some("Basic YTpi")),
+            authn.authenticate(None, Some("Basic YTpi"), |_| true),
             Err(Unauthorized)
         );
-        assert_eq!(authn.authenticate(None, Some("Bearer ")), Err(Unauthorized));
-        assert_eq!(authn.authenticate(None, None), Ok(anonymous()));
+        assert_eq!(authn.authenticate(None, Some("Bearer "), |_| true), Err(Unauthorized));
+        assert_eq!(authn.authenticate(None, None, |_| true), Ok(anonymous()));
         assert_eq!(anonymous().groups, vec![UNAUTHENTICATED]);
     }
 }

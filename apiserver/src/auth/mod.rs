@@ -5,6 +5,9 @@
 //! missing), then `filters.WithAuthorization` (403). The user found is stored with the request, as
 //! `request.WithUser` does, for the handlers that need it (`SelfSubjectReview`).
 //!
+//! Bearer tokens are the token file's or ServiceAccount JWTs ([`tokens`]), the latter valid only
+//! while their account (and bound pod) exist.
+//!
 //! Authorization is [`rbac::authorize`]: `system:masters`, then the Node authorizer, then RBAC over
 //! a cached [`policy`] snapshot; a refusal is upstream's 403 (docs/security.md#n4, #n5).
 //!
@@ -23,6 +26,7 @@ pub mod node;
 pub mod policy;
 pub mod rbac;
 pub mod reviews;
+pub mod tokens;
 
 use std::sync::Arc;
 
@@ -58,6 +62,8 @@ pub struct Security {
     pub authenticator: Option<Arc<authn::Authenticator>>,
     /// The RBAC objects, cached.
     pub policy: Arc<policy::PolicyCache>,
+    /// The ServiceAccount keys the TokenRequest API signs with (`None`: that API is 404).
+    pub tokens: Option<Arc<tokens::Keys>>,
 }
 
 impl Security {
@@ -66,6 +72,7 @@ impl Security {
         Security {
             authenticator: Some(Arc::new(authenticator)),
             policy: Arc::default(),
+            tokens: None,
         }
     }
 
@@ -97,7 +104,8 @@ pub async fn filter(State(state): State<AppState>, mut request: Request, next: N
         .headers()
         .get(AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or("?"));
-    let Ok(user) = authenticator.authenticate(certificate_user, header) else {
+    let still_valid = |claims: &tokens::Claims| service_account_token_live(&state, claims);
+    let Ok(user) = authenticator.authenticate(certificate_user, header, still_valid) else {
         return unauthorized();
     };
     // docs/security.md#x4: the credential is never passed on.
@@ -130,6 +138,28 @@ pub async fn filter(State(state): State<AppState>, mut request: Request, next: N
         state.security.policy.mark_stale();
     }
     response
+}
+
+/// A ServiceAccount token outlives neither its account nor its bound pod: both must still be
+/// stored under the UIDs the token names (docs/security.md#s15).
+fn service_account_token_live(state: &AppState, claims: &tokens::Claims) -> bool {
+    let k = &claims.kubernetes;
+    let same_uid = |key: String, uid: &str| {
+        matches!(state.storage.get(&key), Ok(Some(record))
+            if record.value["metadata"]["uid"].as_str() == Some(uid))
+    };
+    let account = format!(
+        "/registry/serviceaccounts/{}/{}",
+        k.namespace, k.serviceaccount.name
+    );
+    let live = same_uid(account, &k.serviceaccount.uid)
+        && k.pod.as_ref().is_none_or(|pod| {
+            same_uid(format!("/registry/pods/{}/{}", k.namespace, pod.name), &pod.uid)
+        });
+    if !live {
+        tracing::debug!(account = %k.serviceaccount.name, namespace = %k.namespace, "token of a deleted account or pod");
+    }
+    live
 }
 
 /// For a node writing a named pod: the pod's `spec.nodeName`, which the Node authorizer needs.

@@ -3,7 +3,8 @@
 //! Kubernetes counterpart: `plugin/pkg/auth/authorizer/node/node_authorizer.go` together with the
 //! NodeRestriction admission plugin (`plugin/pkg/admission/noderestriction/admission.go`),
 //! docs/security.md#r6. A node may read nodes, pods and services; it may write only its own Node
-//! and Lease, and change or delete only pods bound to it; it may write events. Secrets,
+//! and Lease, and change or delete only pods bound to it; it may write events; it may read
+//! ServiceAccounts and request their tokens (the handler then checks the pod is its own). Secrets,
 //! config maps and volumes are refused outright: minik's kubelet mounts none, so the upstream
 //! graph of which pod uses which is not needed.
 //!
@@ -72,6 +73,12 @@ pub fn authorize(node: &str, attributes: &Attributes, pod_node: Option<&str>) ->
         ("", "services" | "endpoints") | ("discovery.k8s.io", "endpointslices") => {
             decide(reading, "can only read services")
         }
+        // The token volume: a kubelet reads its pods' accounts and asks for their tokens; the
+        // TokenRequest handler then holds it to pods bound to it (NodeRestriction).
+        ("", "serviceaccounts") => decide(
+            matches!((verb, attributes.subresource.as_str()), ("get", "") | ("create", "token")),
+            "can only get service accounts and request their tokens",
+        ),
         // Upstream allows only objects a pod bound to the node references (its graph); minik's
         // kubelet watches every ConfigMap and Secret and filters itself, so it may read them all.
         ("", "secrets" | "configmaps") => decide(reading, "can only read secrets and configmaps"),
@@ -162,6 +169,10 @@ mod tests {
             None
         )));
         assert_eq!(decide("GET", "/api/v1/services", None), Allow);
+        let account = "/api/v1/namespaces/default/serviceaccounts/default";
+        assert_eq!(decide("GET", account, None), Allow);
+        assert_eq!(decide("POST", &format!("{account}/token"), None), Allow);
+        assert!(deny(decide("DELETE", account, None)));
         assert!(deny(decide(
             "POST",
             "/api/v1/namespaces/default/services",

@@ -5,23 +5,27 @@
 //! …). The path is parsed into a [`Target`] by [`crate::request`], then this module dispatches on
 //! the method, so every unknown path or verb still gets a proper `Status`.
 //!
-//! Imports point down: the handlers here ([`read`], [`write`](mod@write), [`delete`], [`scale`]), the watch server and
+//! Imports point down: the handlers here ([`read`], [`write`](mod@write), [`delete`], [`scale`],
+//! [`token`]), the watch server and
 //! the log proxy use [`crate::request`], [`crate::store`], [`crate::registry`] and
 //! `crate::storage`, and none of them imports another handler.
 
 pub mod delete;
 pub mod read;
 pub mod scale;
+pub mod token;
 pub mod write;
 
 use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
+use axum::Extension;
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use minik_api::status;
 
+use crate::auth::UserInfo;
 use crate::error::{ApiError, ApiResult};
 use crate::request::query::{ListOptions, Params};
 use crate::request::{parse_target, ApiRequest, Target};
@@ -34,10 +38,18 @@ pub async fn core_resource(
     Path(rest): Path<String>,
     method: Method,
     headers: HeaderMap,
+    user: Option<Extension<UserInfo>>,
     Query(pairs): Query<Vec<(String, String)>>,
     body: Bytes,
 ) -> Response {
-    handle(state, "", &rest, method, headers, pairs, body).await
+    let request = Incoming {
+        method,
+        headers,
+        pairs,
+        body,
+        user: user.map(|Extension(user)| user),
+    };
+    handle(state, "", &rest, request).await
 }
 
 /// `/apis/{group}/{version}/{*rest}`: named groups (coordination.k8s.io for Leases).
@@ -46,6 +58,7 @@ pub async fn group_resource(
     Path(path): Path<HashMap<String, String>>,
     method: Method,
     headers: HeaderMap,
+    user: Option<Extension<UserInfo>>,
     Query(pairs): Query<Vec<(String, String)>>,
     body: Bytes,
 ) -> Response {
@@ -58,7 +71,23 @@ pub async fn group_resource(
     {
         return not_found_path().into_response();
     }
-    handle(state, &group, &rest, method, headers, pairs, body).await
+    let request = Incoming {
+        method,
+        headers,
+        pairs,
+        body,
+        user: user.map(|Extension(user)| user),
+    };
+    handle(state, &group, &rest, request).await
+}
+
+/// What a route hands to [`handle`].
+struct Incoming {
+    method: Method,
+    headers: HeaderMap,
+    pairs: Vec<(String, String)>,
+    body: Bytes,
+    user: Option<UserInfo>,
 }
 
 /// `DELETE …/pods/`: a client that meant `…/pods/{name}` with an empty name. Upstream serves it
@@ -80,15 +109,14 @@ fn not_found_path() -> ApiError {
     .into()
 }
 
-async fn handle(
-    state: AppState,
-    group: &str,
-    rest: &str,
-    method: Method,
-    headers: HeaderMap,
-    pairs: Vec<(String, String)>,
-    body: Bytes,
-) -> Response {
+async fn handle(state: AppState, group: &str, rest: &str, incoming: Incoming) -> Response {
+    let Incoming {
+        method,
+        headers,
+        pairs,
+        body,
+        user,
+    } = incoming;
     let Some(target) = parse_target(group, rest) else {
         return not_found_path().into_response();
     };
@@ -100,6 +128,7 @@ async fn handle(
         params: Params::new(pairs),
         headers,
         body,
+        user,
     };
     let started = std::time::Instant::now();
     let verb = method.clone();
@@ -169,6 +198,9 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
         (&Method::POST, true, Some("binding")) if kind == "Pod" => {
             write::bind(state, &request).await
         }
+        (&Method::POST, true, Some("token")) if kind == "ServiceAccount" => {
+            token::create(state, &request).await
+        }
         (&Method::PUT, true, None) => write::update(state, &request).await,
         (&Method::PUT, true, Some(_)) if status_ok => write::update(state, &request).await,
         (&Method::PATCH, true, None) => write::patch(state, &request).await,
@@ -185,11 +217,12 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
 }
 
 /// The subresources a kind has: `status` for kinds with a status, `binding` and `log` for pods,
-/// `scale` for Deployments and ReplicaSets.
+/// `scale` for Deployments and ReplicaSets, `token` (the TokenRequest) for ServiceAccounts.
 fn known_subresource(kind: &str, sub: &str) -> bool {
     match sub {
         "status" => crate::registry::has_status_subresource(kind),
         "binding" | "log" => kind == "Pod",
+        "token" => kind == "ServiceAccount",
         "scale" => crate::registry::scale::has_scale_subresource(kind),
         _ => false,
     }

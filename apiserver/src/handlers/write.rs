@@ -79,6 +79,13 @@ async fn create_object(
     if let Some(namespace) = namespace {
         namespaces::require_active(state, namespace)?;
     }
+    // Admission, as upstream's ServiceAccount plugin: before the pod strategy runs.
+    let body = match (info.kind, namespace) {
+        ("Pod", Some(namespace)) => {
+            registry::serviceaccounts::admit(state.storage.as_ref(), body, namespace)?
+        }
+        _ => body,
+    };
     // Services: choosing a cluster IP and storing it happen under one lock (see registry/services.rs).
     let _allocation = if info.kind == "Service" {
         Some(state.ip_allocation.lock().await)

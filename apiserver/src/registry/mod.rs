@@ -4,7 +4,8 @@
 //! `PrepareForUpdate`, `Validate`, `ValidateUpdate`, `CheckGracefulDelete`) driven by the generic
 //! store in `k8s.io/apiserver/pkg/registry/generic/registry/store.go`. minik's generic part is
 //! [`prepare_create`] / [`prepare_update`] here and [`meta`]; the kind-specific parts are
-//! [`pods`] (defaults, validation, immutability, binding), [`services`] (clusterIP allocation),
+//! [`pods`] (defaults, validation, immutability, binding), [`serviceaccounts`] (the pod admission
+//! that mounts the account's token), [`services`] (clusterIP allocation),
 //! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`configmaps`] and [`secrets`]
 //! (keys, Secret types, `stringData`, `immutable`), [`scale`] (the autoscaling/v1 Scale view),
 //! [`propagation`] (garbage-collection finalizers) and [`deletion`] (graceful delete). Every
@@ -21,13 +22,14 @@ pub mod pods;
 pub mod propagation;
 pub mod scale;
 pub mod secrets;
+pub mod serviceaccounts;
 pub mod services;
 pub mod workloads;
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
-use minik_api::core::{Endpoints, Event, Namespace, Node};
+use minik_api::core::{Endpoints, Event, Namespace, Node, ServiceAccount};
 use minik_api::k8s_openapi::api::coordination::v1::Lease;
 use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
@@ -79,6 +81,7 @@ fn normalize(value: Value, kind: &str) -> ApiResult<Value> {
         "Event" => round_trip::<Event>(value, kind),
         "Node" => round_trip::<Node>(value, kind),
         "Lease" => round_trip::<Lease>(value, kind),
+        "ServiceAccount" => round_trip::<ServiceAccount>(value, kind),
         "EndpointSlice" => round_trip::<EndpointSlice>(value, kind),
         "Role" => round_trip::<Role>(value, kind),
         "ClusterRole" => round_trip::<ClusterRole>(value, kind),

@@ -48,12 +48,17 @@ pub fn used_ips(services: &[Record]) -> BTreeSet<Ipv4Addr> {
         .collect()
 }
 
-/// A free address: a random starting offset, then the next free one (wrapping around).
+/// The `kubernetes` Service's address, the first of the range (docs/security.md#s14).
+pub const KUBERNETES_SERVICE_IP: Ipv4Addr = Ipv4Addr::new(127, 96, 0, 1);
+
+/// A free address: a random starting offset, then the next free one (wrapping around). The
+/// `kubernetes` Service's address is never handed out at random, so deleting that Service (which
+/// the apiserver re-creates) cannot let another one take it; asked for by name, it may be.
 pub fn allocate(used: &BTreeSet<Ipv4Addr>, start: u32) -> Option<Ipv4Addr> {
     let usable = RANGE_SIZE - 2;
     (0..usable)
         .map(|step| Ipv4Addr::from(u32::from(SERVICE_NET) + 1 + (start + step) % usable))
-        .find(|ip| !used.contains(ip))
+        .find(|ip| !used.contains(ip) && *ip != KUBERNETES_SERVICE_IP)
 }
 
 fn ip_cause(value: &str, why: &str) -> StatusCause {
@@ -171,15 +176,16 @@ mod tests {
 
     #[test]
     fn allocation_skips_used_addresses_and_wraps() {
-        let used: BTreeSet<Ipv4Addr> = [Ipv4Addr::new(127, 96, 0, 1)].into();
-        assert_eq!(allocate(&used, 0), Some(Ipv4Addr::new(127, 96, 0, 2)));
+        let used: BTreeSet<Ipv4Addr> = [Ipv4Addr::new(127, 96, 0, 2)].into();
+        assert_eq!(allocate(&used, 1), Some(Ipv4Addr::new(127, 96, 0, 3)));
         assert_eq!(
             allocate(&BTreeSet::new(), RANGE_SIZE - 3),
             Some(Ipv4Addr::new(127, 96, 255, 254))
         );
+        // Wrapping around skips the kubernetes Service's address.
         assert_eq!(
             allocate(&BTreeSet::new(), RANGE_SIZE - 2),
-            Some(Ipv4Addr::new(127, 96, 0, 1))
+            Some(Ipv4Addr::new(127, 96, 0, 2))
         );
     }
 

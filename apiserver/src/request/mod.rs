@@ -112,6 +112,8 @@ pub struct ApiRequest {
     pub headers: HeaderMap,
     /// The raw body.
     pub body: Bytes,
+    /// Who sent it (`None` on a server without authentication).
+    pub user: Option<crate::auth::UserInfo>,
 }
 
 impl ApiRequest {

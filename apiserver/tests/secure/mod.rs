@@ -1,11 +1,13 @@
 //! Test harness for the secure apiserver: a PKI from `minik_cluster::pki`, a server on
-//! `127.0.0.1:0` serving HTTPS with client-certificate and token authentication, and clients for
+//! `127.0.0.1:0` serving HTTPS with client-certificate, token and ServiceAccount-token
+//! authentication, and clients for
 //! each identity (minik-client built from a kubeconfig, or raw reqwest for the wire details).
 
 #![allow(dead_code)]
 
 use std::time::Duration;
 
+use minik_apiserver::auth::tokens::{KeyFiles, DEFAULT_ISSUER};
 use minik_apiserver::tls::TlsFiles;
 use minik_apiserver::{ServeOptions, StorageBackend};
 use minik_client::{Client, ClientConfig};
@@ -42,6 +44,7 @@ impl SecureServer {
         let tokens = dir.path().join("tokens.csv");
         std::fs::write(&tokens, TOKENS).unwrap();
         let (cert_file, key_file) = pki.files("apiserver");
+        let (signing_key_file, sa_key_file) = pki.service_account_key_files();
         let options = ServeOptions {
             tls: Some(TlsFiles {
                 cert_file,
@@ -49,6 +52,12 @@ impl SecureServer {
                 client_ca_file: Some(pki.ca_file()),
             }),
             token_auth_file: Some(tokens),
+            service_account: Some(KeyFiles {
+                signing_key_file,
+                key_file: sa_key_file,
+                issuer: DEFAULT_ISSUER.into(),
+                api_audiences: Vec::new(),
+            }),
             ..ServeOptions::default()
         };
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");

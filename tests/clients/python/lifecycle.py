@@ -126,11 +126,16 @@ def main():
     for node in v1.list_node().items:
         assert node.status.conditions, node.status
     v1.list_namespace()
-    assert [s.metadata.name for s in v1.list_namespaced_service(NAMESPACE).items] == ["py-svc"]
-    assert [e.metadata.name for e in v1.list_namespaced_endpoints(NAMESPACE).items] == ["py-svc"]
+    # `default` also holds the `kubernetes` Service and its Endpoints (the apiserver), as upstream.
+    services = sorted(s.metadata.name for s in v1.list_namespaced_service(NAMESPACE).items)
+    assert services == ["kubernetes", "py-svc"], services
+    endpoints = sorted(e.metadata.name for e in v1.list_namespaced_endpoints(NAMESPACE).items)
+    assert endpoints == ["kubernetes", "py-svc"], endpoints
+    accounts = [a.metadata.name for a in v1.list_namespaced_service_account(NAMESPACE).items]
+    assert accounts == ["default"], accounts
     events = v1.list_namespaced_event(NAMESPACE, field_selector="involvedObject.name=py-web")
     assert any(e.reason == "Scheduled" for e in events.items), [e.reason for e in events.items]
-    step(f"read nodes, namespaces, services, endpoints and {len(events.items)} events")
+    step(f"read nodes, namespaces, services, endpoints, service accounts and {len(events.items)} events")
 
     deleted = v1.delete_namespaced_pod("py-web", NAMESPACE, grace_period_seconds=1)
     assert deleted.metadata.name == "py-web", deleted
