@@ -94,6 +94,8 @@ pub struct Config {
     pub tls: Option<tls::TlsFiles>,
     /// Upstream's static token CSV (`token,user,uid[,"groups"]`).
     pub token_auth_file: Option<PathBuf>,
+    /// `tolerationSeconds` of the not-ready and unreachable tolerations new pods get (300, 300).
+    pub default_toleration_seconds: (i64, i64),
 }
 
 impl Default for Config {
@@ -105,6 +107,7 @@ impl Default for Config {
             bookmark_interval: Duration::from_secs(60),
             tls: None,
             token_auth_file: None,
+            default_toleration_seconds: (300, 300),
         }
     }
 }
@@ -136,6 +139,13 @@ pub struct Args {
     /// Accept the bearer tokens of this CSV file (`token,user,uid[,"g1,g2"]`).
     #[arg(long, requires = "tls_cert_file")]
     pub token_auth_file: Option<PathBuf>,
+    /// `tolerationSeconds` of the `node.kubernetes.io/not-ready:NoExecute` toleration every new
+    /// pod gets unless it has its own (DefaultTolerationSeconds admission).
+    #[arg(long, default_value_t = 300)]
+    pub default_not_ready_toleration_seconds: i64,
+    /// The same for `node.kubernetes.io/unreachable:NoExecute`.
+    #[arg(long, default_value_t = 300)]
+    pub default_unreachable_toleration_seconds: i64,
 }
 
 impl Args {
@@ -155,6 +165,10 @@ impl Args {
                     client_ca_file: self.client_ca_file,
                 }),
             token_auth_file: self.token_auth_file,
+            default_toleration_seconds: (
+                self.default_not_ready_toleration_seconds,
+                self.default_unreachable_toleration_seconds,
+            ),
         }
     }
 }
@@ -189,6 +203,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         return Err(Error::NotLoopback(config.listen));
     }
     std::fs::create_dir_all(&config.data_dir)?;
+    let (not_ready, unreachable) = config.default_toleration_seconds;
+    registry::pods::set_default_toleration_seconds(not_ready, unreachable);
     // The database is readable by its owner only (docs/security.md#local-control-plane).
     std::fs::set_permissions(
         &config.data_dir,
