@@ -33,6 +33,7 @@ pub mod resource;
 pub mod selector;
 pub mod status;
 pub mod table;
+pub mod taints;
 pub mod validation;
 pub mod watch;
 pub mod workloads;

@@ -12,6 +12,7 @@
 mod kube_rs; // kube::Api<Pod> and kube::runtime::watcher (list-watch and streaming lists)
 mod kubectl_apply; // apply (client- and server-side), create with protobuf bodies
 mod kubectl_jobs; // create job, wait --for=condition=complete, get jobs, logs job/NAME
+mod kubectl_nodes; // cordon, uncordon, taint nodes, and the scheduler's messages
 mod kubectl_verbs; // get (plain, wide, yaml, -w), describe, wait, delete, logs
 mod kubectl_workloads; // create deployment, scale, set image/env, rollout …, delete --cascade
 mod minik_get; // `minik get` prints the same server Tables as `kubectl get`

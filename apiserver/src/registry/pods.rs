@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use minik_api::core::{Binding, Pod, PodCondition, PodSpec, Toleration};
 use minik_api::defaults::{default_pod, initial_pod_status};
 use minik_api::status;
+use minik_api::taints::{TAINT_NOT_READY, TAINT_UNREACHABLE};
 use minik_api::validation::pod_spec::{malformed_quantity, QUANTITY_FORMAT_MSG};
 use minik_api::validation::{validate_pod, validate_pod_update};
 use serde_json::Value;
@@ -21,11 +22,6 @@ use crate::error::{ApiError, ApiResult};
 fn name_of(pod: &Pod) -> String {
     pod.metadata.name.clone().unwrap_or_default()
 }
-
-/// The node taint a pod tolerates for `--default-not-ready-toleration-seconds`.
-pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
-/// The node taint a pod tolerates for `--default-unreachable-toleration-seconds`.
-pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 
 /// Upstream's default for both flags: a pod stays 5 minutes on a node that went away.
 pub const DEFAULT_TOLERATION_SECONDS: i64 = 300;
@@ -50,13 +46,18 @@ pub fn add_default_tolerations(spec: &mut PodSpec, not_ready: i64, unreachable: 
     let tolerates = |key: &str| {
         tolerations.iter().any(|t| {
             t.key.as_deref().is_none_or(|k| k.is_empty() || k == key)
-                && t.effect.as_deref().is_none_or(|e| e.is_empty() || e == "NoExecute")
+                && t.effect
+                    .as_deref()
+                    .is_none_or(|e| e.is_empty() || e == "NoExecute")
         })
     };
-    let missing: Vec<(&str, i64)> = [(TAINT_NOT_READY, not_ready), (TAINT_UNREACHABLE, unreachable)]
-        .into_iter()
-        .filter(|(key, _)| !tolerates(key))
-        .collect();
+    let missing: Vec<(&str, i64)> = [
+        (TAINT_NOT_READY, not_ready),
+        (TAINT_UNREACHABLE, unreachable),
+    ]
+    .into_iter()
+    .filter(|(key, _)| !tolerates(key))
+    .collect();
     for (key, seconds) in missing {
         tolerations.push(Toleration {
             key: Some(key.into()),
@@ -184,7 +185,10 @@ mod tests {
     fn create_adds_the_not_ready_and_unreachable_tolerations() {
         let created = prepare_create(pod()).unwrap();
         let tolerations = created["spec"]["tolerations"].as_array().unwrap();
-        let keys: Vec<_> = tolerations.iter().map(|t| t["key"].as_str().unwrap()).collect();
+        let keys: Vec<_> = tolerations
+            .iter()
+            .map(|t| t["key"].as_str().unwrap())
+            .collect();
         assert_eq!(keys, [TAINT_NOT_READY, TAINT_UNREACHABLE]);
         assert!(tolerations.iter().all(|t| t["effect"] == "NoExecute"
             && t["operator"] == "Exists"
