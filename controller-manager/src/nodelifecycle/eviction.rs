@@ -46,7 +46,8 @@ pub fn is_gone(pod: &Pod) -> bool {
 }
 
 /// When the pod must be evicted because of `taints` (the node's NoExecute ones). `since` is when
-/// they were put there for a taint without `timeAdded`.
+/// this controller first saw them: it stands in for a missing `timeAdded`, and refines one that
+/// lies in the same second.
 pub fn eviction(pod: &Pod, taints: &[&Taint], since: Timestamp, now: Timestamp) -> Eviction {
     if taints.is_empty() {
         return Eviction::Never;
@@ -77,6 +78,11 @@ pub fn eviction(pod: &Pod, taints: &[&Taint], since: Timestamp, now: Timestamp) 
         .filter_map(|t| t.time_added.as_ref().map(|time| time.0))
         .min()
         .unwrap_or(since);
+    // `timeAdded` is stored to the second; the controller's own sighting refines it.
+    let refined = added
+        .checked_add(jiff::SignedDuration::from_secs(1))
+        .is_ok_and(|next| since >= added && since < next);
+    let added = if refined { since } else { added };
     let deadline = added
         .checked_add(jiff::SignedDuration::from_secs(seconds.max(0)))
         .unwrap_or(Timestamp::MAX);
