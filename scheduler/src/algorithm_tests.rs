@@ -146,7 +146,7 @@ fn prefer_no_schedule_taint_is_avoided_by_the_score() {
     ];
     let busy = pod("busy").node_name("node-2").cpu("1").build();
     assert_eq!(
-        schedule(&pod("web").build(), &nodes, &[busy.clone()]),
+        schedule(&pod("web").build(), &nodes, std::slice::from_ref(&busy)),
         Ok("node-2".into())
     );
     let tolerant = pod("t")

@@ -67,8 +67,11 @@ fn web_replica_set(replicas: i32) -> ReplicaSet {
     .expect("a valid ReplicaSet")
 }
 
+/// When each request was sent, and who answered it.
+type Samples = Arc<Mutex<Vec<(Instant, Option<String>)>>>;
+
 /// Requests sent every 20 ms to `address` until `stop`: when each was sent, and who answered.
-fn load(address: String, stop: CancellationToken) -> Arc<Mutex<Vec<(Instant, Option<String>)>>> {
+fn load(address: String, stop: CancellationToken) -> Samples {
     let samples = Arc::new(Mutex::new(Vec::new()));
     let record = samples.clone();
     tokio::spawn(async move {

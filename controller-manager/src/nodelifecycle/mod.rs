@@ -284,6 +284,8 @@ fn namespace(pod: &Pod) -> &str {
 }
 
 /// A pod deleted meanwhile is not an error.
+// The client's error carries a whole `Status`, as everywhere in minik.
+#[allow(clippy::result_large_err)]
 fn ignore_not_found<T>(result: minik_client::Result<T>) -> minik_client::Result<()> {
     match result {
         Ok(_) => Ok(()),
