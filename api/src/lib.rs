@@ -37,6 +37,7 @@ pub mod selector;
 pub mod serviceaccounts;
 pub mod status;
 pub mod table;
+pub mod taints;
 pub mod validation;
 pub mod watch;
 pub mod workloads;

@@ -243,8 +243,6 @@ pub const POD: &[Rule] = &[
     ignored("spec.priority"),
     // `Never` is what minik does anyway: it never preempts.
     field("spec.preemptionPolicy", IsNot(&["Never"]), IGNORED),
-    // Tolerations filter nodes, but nothing evicts pods from NoExecute taints.
-    within("spec.tolerations", &[ignored("tolerationSeconds")]),
     ignored("spec.resources"),
     ignored("spec.resourceClaims"),
     ignored("spec.runtimeClassName"),

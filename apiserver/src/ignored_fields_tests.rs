@@ -162,7 +162,6 @@ fn each_ignored_pod_field_is_named_with_its_path_and_index() {
             "minik: spec.schedulingGates is ignored (the pod is scheduled at once)",
             "minik: spec.priorityClassName is ignored",
             "minik: spec.priority is ignored",
-            "minik: spec.tolerations[1].tolerationSeconds is ignored",
             "minik: spec.activeDeadlineSeconds is ignored",
             "minik: spec.readinessGates is ignored (Ready follows the containers only)",
             "minik: spec.securityContext is ignored",

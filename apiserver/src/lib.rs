@@ -104,6 +104,8 @@ pub struct Config {
     pub service_account: Option<auth::tokens::KeyFiles>,
     /// The most connections served at once.
     pub max_connections: usize,
+    /// `tolerationSeconds` of the not-ready and unreachable tolerations new pods get (300, 300).
+    pub default_toleration_seconds: (i64, i64),
 }
 
 impl Default for Config {
@@ -118,6 +120,7 @@ impl Default for Config {
             kubelet_client: None,
             service_account: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            default_toleration_seconds: (300, 300),
         }
     }
 }
@@ -173,6 +176,13 @@ pub struct Args {
     /// The most connections served at once; more wait in the listen backlog.
     #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// `tolerationSeconds` of the `node.kubernetes.io/not-ready:NoExecute` toleration every new
+    /// pod gets unless it has its own (DefaultTolerationSeconds admission).
+    #[arg(long, default_value_t = 300)]
+    pub default_not_ready_toleration_seconds: i64,
+    /// The same for `node.kubernetes.io/unreachable:NoExecute`.
+    #[arg(long, default_value_t = 300)]
+    pub default_unreachable_toleration_seconds: i64,
 }
 
 impl Args {
@@ -216,6 +226,10 @@ impl Args {
                     api_audiences: self.api_audiences,
                 }),
             max_connections: self.max_connections.max(1),
+            default_toleration_seconds: (
+                self.default_not_ready_toleration_seconds,
+                self.default_unreachable_toleration_seconds,
+            ),
         }
     }
 }
@@ -254,6 +268,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         return Err(Error::NotLoopback(config.listen));
     }
     std::fs::create_dir_all(&config.data_dir)?;
+    let (not_ready, unreachable) = config.default_toleration_seconds;
+    registry::pods::set_default_toleration_seconds(not_ready, unreachable);
     // The database is readable by its owner only (docs/security.md#local-control-plane).
     std::fs::set_permissions(
         &config.data_dir,

@@ -11,8 +11,9 @@
 //! 3. [`controller`]: the [`controller::Controller`] trait, and the workers that drain each
 //!    controller's `minik_client::WorkQueue` with per-key rate-limited retries;
 //! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`], [`deployment`],
-//!    [`job`], [`serviceaccount`] (a `default` ServiceAccount per namespace) and [`gc`] (the
-//!    garbage collector).
+//!    [`job`], [`serviceaccount`] (a `default` ServiceAccount per namespace), [`nodelifecycle`]
+//!    (dead nodes: Unknown, tainted, their pods evicted), [`podgc`] (finished and orphaned pods)
+//!    and [`gc`] (the garbage collector).
 //!
 //! ```text
 //!  Lease ──► leader? ──► SharedInformers (pods, replicasets, deployments, every kind's metadata)
@@ -21,7 +22,8 @@
 //!              WorkQueue per controller ──► workers ──► sync(key) ──► apiserver writes
 //! ```
 //!
-//! minik simplifies: no controller-specific flags beyond workers, no metrics, no API throttling
+//! minik simplifies: few controller-specific flags (workers, the node grace period, the pod GC
+//! threshold), no metrics, no API throttling
 //! (upstream holds the whole process to 20 writes/s).
 //!
 //! Read next: [`deployment::rolling`], the arithmetic of a rolling update.
@@ -33,8 +35,10 @@ pub mod gc;
 pub mod informers;
 pub mod job;
 pub mod leader;
+pub mod nodelifecycle;
 pub mod ownership;
 pub mod pod_control;
+pub mod podgc;
 pub mod replicaset;
 pub mod serviceaccount;
 
@@ -47,6 +51,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::informers::SharedInformers;
 use crate::leader::LeaderElectionConfig;
+use crate::nodelifecycle::NodeLifecycleOptions;
+use crate::podgc::PodGcOptions;
 
 /// What can stop the controller manager.
 // The client error carries a whole `Status`, as everywhere in minik; it is returned once, at exit.
@@ -76,6 +82,10 @@ pub struct Config {
     pub workers: usize,
     /// Leader election on the `kube-system/kube-controller-manager` Lease.
     pub leader_election: LeaderElectionConfig,
+    /// The node lifecycle controller's grace period.
+    pub node_lifecycle: NodeLifecycleOptions,
+    /// The pod garbage collector's threshold and quarantine.
+    pub pod_gc: PodGcOptions,
 }
 
 impl Default for Config {
@@ -85,6 +95,8 @@ impl Default for Config {
             kubeconfig: None,
             workers: 5,
             leader_election: LeaderElectionConfig::default(),
+            node_lifecycle: NodeLifecycleOptions::default(),
+            pod_gc: PodGcOptions::default(),
         }
     }
 }
@@ -113,6 +125,15 @@ pub struct Args {
     /// How often candidates try to acquire or renew (`--leader-elect-retry-period`).
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub leader_elect_retry_period: Duration,
+    /// How long a node may go unheard (no Lease renewal, no status) before it is marked Unknown.
+    #[arg(long, default_value = "40s", value_parser = parse_duration)]
+    pub node_monitor_grace_period: Duration,
+    /// Terminated pods kept before the oldest are deleted (0: keep them all).
+    #[arg(long, default_value_t = 12_500)]
+    pub terminated_pod_gc_threshold: i64,
+    /// How long a node must stay missing before its pods are deleted (minik's flag; upstream 40 s).
+    #[arg(long, default_value = "40s", value_parser = parse_duration)]
+    pub pod_gc_orphan_quarantine: Duration,
 }
 
 fn parse_duration(text: &str) -> std::result::Result<Duration, humantime::DurationError> {
@@ -132,6 +153,13 @@ impl Args {
                 retry_period: self.leader_elect_retry_period,
                 ..LeaderElectionConfig::default()
             },
+            node_lifecycle: NodeLifecycleOptions {
+                grace_period: self.node_monitor_grace_period,
+            },
+            pod_gc: PodGcOptions {
+                terminated_threshold: self.terminated_pod_gc_threshold,
+                orphan_quarantine: self.pod_gc_orphan_quarantine,
+            },
         }
     }
 }
@@ -139,21 +167,21 @@ impl Args {
 /// Runs the controller manager until `shutdown` is cancelled (`Ok`) or leadership is lost (`Err`).
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let client = Client::connect(&config.server, config.kubeconfig.as_deref())?;
-    let workers = config.workers;
     let leading_client = client.clone();
+    let leader_election = config.leader_election.clone();
     leader::run(
         client,
-        config.leader_election,
+        leader_election,
         shutdown,
-        move |leading: CancellationToken| run_controllers(leading_client, workers, leading),
+        move |leading: CancellationToken| run_controllers(leading_client, config.clone(), leading),
     )
     .await
 }
 
 /// What a leader runs: the shared informers and every controller, until `shutdown`.
-async fn run_controllers(client: Client, workers: usize, shutdown: CancellationToken) {
+async fn run_controllers(client: Client, config: Config, shutdown: CancellationToken) {
     let informers = SharedInformers::new(client.clone());
-    let controllers = start_controllers(&informers, &client, workers, &shutdown);
+    let controllers = start_controllers(&informers, &client, &config, &shutdown);
     let count = controllers.len();
     let synced = informers.wait_for_sync();
     let informers_done = informers.start(shutdown.clone());
@@ -173,9 +201,10 @@ async fn run_controllers(client: Client, workers: usize, shutdown: CancellationT
 pub fn start_controllers(
     informers: &SharedInformers,
     client: &Client,
-    workers: usize,
+    config: &Config,
     shutdown: &CancellationToken,
 ) -> Vec<BoxFuture<'static, ()>> {
+    let workers = config.workers;
     vec![
         controller::spawn(
             replicaset::ReplicaSetController::new(informers, client.clone()),
@@ -197,6 +226,23 @@ pub fn start_controllers(
         ),
         controller::spawn(
             serviceaccount::ServiceAccountsController::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            nodelifecycle::NodeLifecycleController::new(
+                informers,
+                client.clone(),
+                config.node_lifecycle,
+            ),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        // One pass at a time: its key is the whole cluster.
+        controller::spawn(
+            podgc::PodGc::new(informers, client.clone(), config.pod_gc),
             informers,
             1,
             shutdown.clone(),

@@ -7,15 +7,17 @@
 //!
 //! Heartbeats (docs/kubernetes-rules.md#n1): the Lease `kube-node-lease/<node>` is renewed every
 //! `heartbeat_interval` (10 s upstream); the node status — with `Ready=True` and a fresh
-//! `lastHeartbeatTime` — is written at registration and then every 5 heartbeats (upstream: on
-//! change or every 5 minutes). A failed renewal is retried at the next tick.
+//! `lastHeartbeatTime` — is written at registration, then every 5 minutes, and at once when the
+//! Node in the API says otherwise (a watch on this one Node): after the node lifecycle controller
+//! marked a silent node `Unknown`, the kubelet that is back makes it Ready again. A failed
+//! renewal is retried at the next tick.
 //!
-//! minik simplifies: the node always reports Ready (there is no pressure detection), and there is
-//! no node lifecycle controller to mark it NotReady when heartbeats stop.
+//! minik simplifies: the node always reports Ready (there is no pressure detection).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{
     DaemonEndpoint, Namespace, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec,
@@ -23,7 +25,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
-use minik_client::{Api, Client, Patch};
+use minik_client::{watcher, Api, Client, Event, ListParams, Patch};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
@@ -33,8 +35,9 @@ pub const KUBELET_VERSION: &str = "v1.32.0-minik";
 /// The namespace of node leases.
 pub const LEASE_NAMESPACE: &str = "kube-node-lease";
 
-/// How many lease renewals per node status update.
-const STATUS_EVERY_N_HEARTBEATS: u32 = 5;
+/// How often the node status is written when nothing changed (upstream
+/// `nodeStatusReportFrequency`).
+pub const STATUS_REPORT_FREQUENCY: Duration = Duration::from_secs(300);
 
 /// What the Node object says about this kubelet.
 #[derive(Clone, Debug, PartialEq)]
@@ -184,37 +187,78 @@ pub async fn register_node(client: &Client, info: &NodeInfo) -> minik_client::Re
     Ok(())
 }
 
-/// Renews the Lease every `interval` and rewrites the node status every 5 renewals, until shutdown.
+/// Whether the Node in the API says something this kubelet would not: not Ready (the node
+/// lifecycle controller marked it), or another capacity. Then the status is written at once.
+pub fn status_differs(node: &Node, info: &NodeInfo) -> bool {
+    let status = node.status.as_ref();
+    let ready = status
+        .and_then(|s| s.conditions.as_deref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .is_some_and(|c| c.status == "True");
+    let capacity = status.and_then(|s| s.capacity.as_ref());
+    let same_capacity = capacity.is_some_and(|c| {
+        info.capacity
+            .iter()
+            .all(|(k, v)| c.get(k).is_some_and(|q| &q.0 == v))
+    });
+    !ready || !same_capacity
+}
+
+/// Renews the Lease every `interval`, and writes the node status every
+/// [`STATUS_REPORT_FREQUENCY`] or as soon as the Node differs from it, until shutdown.
 pub async fn heartbeat(
     client: Client,
     info: NodeInfo,
     interval: Duration,
     shutdown: CancellationToken,
 ) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let own = ListParams::default().fields(&format!("metadata.name={}", info.name));
+    let own_node = watcher(nodes, own);
+    tokio::pin!(own_node);
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut beats: u32 = 0;
+    // Registration has just written the status.
+    let mut last_status = tokio::time::Instant::now();
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
+            Some(event) = own_node.next() => {
+                let differs = match event {
+                    Ok(Event::Applied(node)) => status_differs(&node, &info),
+                    Ok(Event::Restarted(nodes)) => nodes.iter().any(|n| status_differs(n, &info)),
+                    _ => false,
+                };
+                if differs {
+                    info!(node = %info.name, "the Node differs from this kubelet's status; updating it");
+                    update_status(&client, &info).await;
+                    last_status = tokio::time::Instant::now();
+                }
+                continue;
+            }
             _ = ticker.tick() => {}
         }
         if let Err(error) = renew_lease(&client, &info.name, interval).await {
             warn!(node = %info.name, %error, "could not renew node lease");
         }
-        beats += 1;
-        if beats.is_multiple_of(STATUS_EVERY_N_HEARTBEATS) {
-            let nodes: Api<Node> = Api::all(client.clone());
-            let status = serde_json::json!({ "status": node_status(&info) });
-            match nodes.patch_status(&info.name, &Patch::Merge(status)).await {
-                Ok(_) => debug!(node = %info.name, "updated node status"),
-                Err(error) if error.is_not_found() => {
-                    warn!(node = %info.name, "node object is gone; registering again");
-                    let _ = register_node(&client, &info).await;
-                }
-                Err(error) => warn!(node = %info.name, %error, "could not update node status"),
-            }
+        if last_status.elapsed() >= STATUS_REPORT_FREQUENCY {
+            update_status(&client, &info).await;
+            last_status = tokio::time::Instant::now();
         }
+    }
+}
+
+/// Writes the node status (registering the node again if it was deleted).
+async fn update_status(client: &Client, info: &NodeInfo) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let status = serde_json::json!({ "status": node_status(info) });
+    match nodes.patch_status(&info.name, &Patch::Merge(status)).await {
+        Ok(_) => debug!(node = %info.name, "updated node status"),
+        Err(error) if error.is_not_found() => {
+            warn!(node = %info.name, "node object is gone; registering again");
+            let _ = register_node(client, info).await;
+        }
+        Err(error) => warn!(node = %info.name, %error, "could not update node status"),
     }
 }
 
@@ -314,6 +358,26 @@ mod tests {
             status.allocatable.and_then(|a| a.get("pods").cloned()),
             Some(Quantity("110".into()))
         );
+    }
+
+    /// A Node marked Unknown by the node lifecycle controller, or with another capacity, is
+    /// rewritten at once; one that says what this kubelet says is not.
+    #[test]
+    fn a_node_marked_unknown_gets_the_status_at_once() {
+        let info = NodeInfo {
+            name: "node-1".into(),
+            pod_cidr: "127.244.1.0/24".into(),
+            capacity: BTreeMap::from([("pods".to_string(), "110".to_string())]),
+            kubelet_port: 10250,
+        };
+        let mut node = node_object(&info);
+        assert!(!status_differs(&node, &info));
+        let conditions = node.status.as_mut().unwrap().conditions.as_mut().unwrap();
+        conditions[0].status = "Unknown".into();
+        assert!(status_differs(&node, &info));
+        let mut bigger = info.clone();
+        bigger.capacity.insert("pods".into(), "300".into());
+        assert!(status_differs(&node_object(&info), &bigger));
     }
 
     #[test]

@@ -6,35 +6,43 @@
 //! plugin that fails, which is what the reasons of the `FailedScheduling` message count:
 //!
 //! 1. `NodeUnschedulable`: `spec.unschedulable` (a cordoned node) → `node(s) were unschedulable`;
-//! 2. `TaintToleration`: `NoSchedule`/`NoExecute` taints the pod does not tolerate →
-//!    `node(s) had untolerated taint(s)` (the wording of recent releases; older ones printed the
-//!    taint, `node(s) had untolerated taint {key: value}`). A node whose `Ready` condition is not
-//!    True counts as carrying the `node.kubernetes.io/not-ready` (or `unreachable`) `NoSchedule`
-//!    taint, as upstream's node lifecycle controller would add (`TaintNodesByCondition`);
+//! 2. `TaintToleration`: the first `NoSchedule`/`NoExecute` taint the pod does not tolerate →
+//!    `node(s) had untolerated taint {key: value}` (v1.32's wording; v1.33 hides the taint,
+//!    `node(s) had untolerated taint(s)`). A node whose `Ready` condition is not True counts as
+//!    carrying the `node.kubernetes.io/not-ready` (or `unreachable`) `NoSchedule` taint even before
+//!    the node lifecycle controller has written it (`TaintNodesByCondition`);
 //! 3. `NodeAffinity`: `nodeSelector` and required node affinity →
 //!    `node(s) didn't match Pod's node affinity/selector`;
 //! 4. `NodeResourcesFit`: requests against allocatable → `Too many pods`, `Insufficient cpu`,
 //!    `Insufficient memory` (one node can give several).
 //!
-//! Scoring is `NodeResourcesFit`'s default `LeastAllocated` strategy over cpu and memory. Ties go to
+//! Scoring is `NodeResourcesFit`'s default `LeastAllocated` strategy over cpu and memory (weight 1)
+//! plus `TaintToleration`'s (weight 3): fewer untolerated `PreferNoSchedule` taints score higher,
+//! normalized over the feasible nodes as upstream's `DefaultNormalizeScore(reverse)`. Ties go to
 //! the node with fewer pods, then to the smaller name, so equal nodes fill round robin (upstream
 //! picks at random among the best). Everything here is pure: no I/O, no clock.
 //!
 //! minik simplifies: no preemption, no inter-pod affinity, no topology spread, no host ports, no
 //! volume plugins, no `PreferNoSchedule` scoring, no `percentageOfNodesToScore` sampling.
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use minik_api::core::{Node, NodeSelectorRequirement, Pod, Taint, Toleration};
 
+use minik_api::taints::{tolerates, TAINT_NOT_READY, TAINT_UNREACHABLE, TAINT_UNSCHEDULABLE};
+
 use crate::node_info::{is_terminated, NodeInfo, PodRequests};
 
 /// Reason of `NodeUnschedulable` (upstream `ErrReasonUnschedulable`).
 pub const REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
-/// Reason of `TaintToleration`.
-pub const REASON_TAINT: &str = "node(s) had untolerated taint(s)";
+/// Reason of `TaintToleration`: `node(s) had untolerated taint {key: value}`.
+pub fn reason_taint(taint: &Taint) -> String {
+    let value = taint.value.as_deref().unwrap_or("");
+    format!("node(s) had untolerated taint {{{}: {value}}}", taint.key)
+}
 /// Reason of `NodeAffinity` (upstream `ErrReasonPod`).
 pub const REASON_AFFINITY: &str = "node(s) didn't match Pod's node affinity/selector";
 /// Reasons of `NodeResourcesFit`.
@@ -46,6 +54,11 @@ pub const REASON_MEMORY: &str = "Insufficient memory";
 
 /// The highest score a node can get (upstream `framework.MaxNodeScore`).
 pub const MAX_NODE_SCORE: i64 = 100;
+/// `TaintToleration`'s weight in the default profile (`NodeResourcesFit` weighs 1).
+pub const TAINT_TOLERATION_WEIGHT: i64 = 3;
+
+/// Why a filter rejected a node: a fixed reason or one naming a taint.
+pub type Reason = Cow<'static, str>;
 
 /// No node can take the pod. Displays as Kubernetes' message, e.g.
 /// `0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient cpu.`
@@ -60,7 +73,7 @@ impl Unschedulable {
     /// Builds the message from the number of nodes and the reasons each node was rejected for, as
     /// upstream's `FitError.Error()` does: a histogram rendered as `"<count> <reason>"` strings,
     /// sorted as strings, joined with `", "`.
-    pub fn new(node_count: usize, reasons: &BTreeMap<&'static str, usize>) -> Unschedulable {
+    pub fn new(node_count: usize, reasons: &BTreeMap<Reason, usize>) -> Unschedulable {
         if node_count == 0 {
             // Upstream `ErrNoNodesAvailable`.
             return Unschedulable {
@@ -111,9 +124,9 @@ pub fn schedule_on<'a>(
     nodes: impl IntoIterator<Item = &'a NodeInfo>,
 ) -> Result<String, Unschedulable> {
     let mut node_count = 0;
-    let mut reasons: BTreeMap<&'static str, usize> = BTreeMap::new();
-    // The best node so far, compared by (score, fewer pods, smaller name).
-    let mut best: Option<(i64, &NodeInfo)> = None;
+    let mut reasons: BTreeMap<Reason, usize> = BTreeMap::new();
+    // Feasible nodes with their LeastAllocated score and untolerated PreferNoSchedule taints.
+    let mut feasible: Vec<(&NodeInfo, i64, i64)> = Vec::new();
     for info in nodes {
         node_count += 1;
         if let Err(failures) = filter(pod, requests, info) {
@@ -122,13 +135,24 @@ pub fn schedule_on<'a>(
             }
             continue;
         }
-        let score = score(requests, info);
-        if best
-            .is_none_or(|(best_score, best_info)| rank(score, info) > rank(best_score, best_info))
-        {
-            best = Some((score, info));
-        }
+        feasible.push((
+            info,
+            score(requests, info),
+            prefer_no_schedule_count(pod, &info.node),
+        ));
     }
+    let max_count = feasible
+        .iter()
+        .map(|(_, _, count)| *count)
+        .max()
+        .unwrap_or(0);
+    let best = feasible
+        .into_iter()
+        .map(|(info, fit, count)| {
+            let taint = normalize_reverse(count, max_count);
+            (fit + TAINT_TOLERATION_WEIGHT * taint, info)
+        })
+        .max_by(|(a, a_info), (b, b_info)| rank(*a, a_info).cmp(&rank(*b, b_info)));
     match best {
         Some((_, info)) => Ok(info.name().to_string()),
         None => Err(Unschedulable::new(node_count, &reasons)),
@@ -141,29 +165,64 @@ fn rank(score: i64, info: &NodeInfo) -> (i64, i64, Reverse<&str>) {
     (score, -info.requested.pods, Reverse(info.name()))
 }
 
+/// `TaintToleration`'s raw score: how many `PreferNoSchedule` taints of the node the pod does not
+/// tolerate (only tolerations with that effect, or none, count).
+pub fn prefer_no_schedule_count(pod: &Pod, node: &Node) -> i64 {
+    let tolerations: Vec<Toleration> = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .filter(|t| {
+            t.effect
+                .as_deref()
+                .is_none_or(|e| e.is_empty() || e == "PreferNoSchedule")
+        })
+        .cloned()
+        .collect();
+    let taints = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or_default();
+    let untolerated = taints.iter().filter(|taint| {
+        taint.effect == "PreferNoSchedule"
+            && !tolerates(
+                &tolerations,
+                &taint.key,
+                taint.value.as_deref().unwrap_or(""),
+                &taint.effect,
+            )
+    });
+    untolerated.count() as i64
+}
+
+/// Upstream `DefaultNormalizeScore(MaxNodeScore, reverse = true, …)`: the node with the most gets
+/// 0, none gets 100, and everyone gets 100 when nobody has any.
+fn normalize_reverse(count: i64, max_count: i64) -> i64 {
+    if max_count == 0 {
+        return MAX_NODE_SCORE;
+    }
+    MAX_NODE_SCORE - count * MAX_NODE_SCORE / max_count
+}
+
 /// Runs the filter plugins on one node. `Err` holds the reasons of the first plugin that failed.
-pub fn filter(pod: &Pod, requests: &PodRequests, info: &NodeInfo) -> Result<(), Vec<&'static str>> {
+pub fn filter(pod: &Pod, requests: &PodRequests, info: &NodeInfo) -> Result<(), Vec<Reason>> {
     let node = &*info.node;
     let tolerations = pod
         .spec
         .as_ref()
         .and_then(|s| s.tolerations.as_deref())
         .unwrap_or_default();
-    if is_cordoned(node)
-        && !tolerates(
-            tolerations,
-            "node.kubernetes.io/unschedulable",
-            "",
-            "NoSchedule",
-        )
-    {
-        return Err(vec![REASON_UNSCHEDULABLE]);
+    if is_cordoned(node) && !tolerates(tolerations, TAINT_UNSCHEDULABLE, "", "NoSchedule") {
+        return Err(vec![REASON_UNSCHEDULABLE.into()]);
     }
-    if untolerated_taint(node, tolerations).is_some() {
-        return Err(vec![REASON_TAINT]);
+    if let Some(taint) = untolerated_taint(node, tolerations) {
+        return Err(vec![reason_taint(&taint).into()]);
     }
     if !matches_node_selector_and_affinity(pod, node) {
-        return Err(vec![REASON_AFFINITY]);
+        return Err(vec![REASON_AFFINITY.into()]);
     }
     fits_resources(requests, info)
 }
@@ -177,17 +236,17 @@ fn is_cordoned(node: &Node) -> bool {
 }
 
 /// `NodeResourcesFit`'s filter: every reason that applies, in upstream's order.
-pub fn fits_resources(requests: &PodRequests, info: &NodeInfo) -> Result<(), Vec<&'static str>> {
+pub fn fits_resources(requests: &PodRequests, info: &NodeInfo) -> Result<(), Vec<Reason>> {
     let (want, used, allocatable) = (&requests.requests, &info.requested, &info.allocatable);
     let mut failures = Vec::new();
     if used.pods + 1 > allocatable.pods {
-        failures.push(REASON_TOO_MANY_PODS);
+        failures.push(REASON_TOO_MANY_PODS.into());
     }
     if want.milli_cpu > 0 && used.milli_cpu + want.milli_cpu > allocatable.milli_cpu {
-        failures.push(REASON_CPU);
+        failures.push(REASON_CPU.into());
     }
     if want.memory > 0 && used.memory + want.memory > allocatable.memory {
-        failures.push(REASON_MEMORY);
+        failures.push(REASON_MEMORY.into());
     }
     if failures.is_empty() {
         Ok(())
@@ -234,34 +293,13 @@ pub fn readiness_taint(node: &Node) -> Option<Taint> {
         .map(|c| c.status.as_str());
     let key = match ready {
         Some("True") => return None,
-        Some("Unknown") => "node.kubernetes.io/unreachable",
-        _ => "node.kubernetes.io/not-ready",
+        Some("Unknown") => TAINT_UNREACHABLE,
+        _ => TAINT_NOT_READY,
     };
     Some(Taint {
         key: key.to_string(),
         effect: "NoSchedule".to_string(),
         ..Taint::default()
-    })
-}
-
-/// Whether any toleration tolerates the taint (upstream `Toleration.ToleratesTaint`): the effect
-/// matches or is empty, the key matches or is empty with `Exists`, and the value matches under
-/// `Equal` (the default operator) or anything goes under `Exists`.
-pub fn tolerates(tolerations: &[Toleration], key: &str, value: &str, effect: &str) -> bool {
-    tolerations.iter().any(|toleration| {
-        let effect_ok = toleration
-            .effect
-            .as_deref()
-            .is_none_or(|e| e.is_empty() || e == effect);
-        let toleration_key = toleration.key.as_deref().unwrap_or("");
-        let operator = toleration.operator.as_deref().unwrap_or("Equal");
-        let key_ok = toleration_key == key || (toleration_key.is_empty() && operator == "Exists");
-        let value_ok = match operator {
-            "Exists" => true,
-            "Equal" | "" => toleration.value.as_deref().unwrap_or("") == value,
-            _ => false,
-        };
-        effect_ok && key_ok && value_ok
     })
 }
 

@@ -110,7 +110,7 @@ fn no_schedule_taint_repels_pods_without_a_toleration() {
     let err = schedule(&pod("web").build(), &nodes, &[]).unwrap_err();
     assert_eq!(
         err.message,
-        "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+        "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}."
     );
     let equal = pod("a")
         .toleration("dedicated", "Equal", "gpu", "NoSchedule")
@@ -134,6 +134,45 @@ fn prefer_no_schedule_taint_does_not_filter() {
     assert!(schedule(&pod("web").build(), &nodes, &[]).is_ok());
 }
 
+/// `TaintToleration` scores with weight 3: an untainted node wins over a PreferNoSchedule one
+/// even when it is busier, unless the pod tolerates the taint.
+#[test]
+fn prefer_no_schedule_taint_is_avoided_by_the_score() {
+    let nodes = [
+        node("node-1")
+            .taint("spot", "yes", "PreferNoSchedule")
+            .build(),
+        node("node-2").build(),
+    ];
+    let busy = pod("busy").node_name("node-2").cpu("1").build();
+    assert_eq!(
+        schedule(&pod("web").build(), &nodes, std::slice::from_ref(&busy)),
+        Ok("node-2".into())
+    );
+    let tolerant = pod("t")
+        .toleration("spot", "Equal", "yes", "PreferNoSchedule")
+        .build();
+    assert_eq!(schedule(&tolerant, &nodes, &[busy]), Ok("node-1".into()));
+}
+
+/// The message of a dead node's cluster, as `kubectl describe pod` shows it.
+#[test]
+fn unreachable_and_cordoned_nodes_make_upstreams_message() {
+    let nodes = [
+        node("node-1")
+            .taint("node.kubernetes.io/unreachable", "", "NoSchedule")
+            .build(),
+        node("node-2").unschedulable().build(),
+        node("node-3").unschedulable().build(),
+    ];
+    let err = schedule(&pod("web").build(), &nodes, &[]).unwrap_err();
+    assert_eq!(
+        err.message,
+        "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, \
+         2 node(s) were unschedulable."
+    );
+}
+
 #[test]
 fn not_ready_nodes_count_as_tainted() {
     let nodes = [
@@ -143,7 +182,8 @@ fn not_ready_nodes_count_as_tainted() {
     let err = schedule(&pod("web").build(), &nodes, &[]).unwrap_err();
     assert_eq!(
         err.message,
-        "0/2 nodes are available: 2 node(s) had untolerated taint(s)."
+        "0/2 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, \
+         1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }."
     );
     let tolerant = pod("t")
         .toleration("node.kubernetes.io/not-ready", "Exists", "", "NoSchedule")

@@ -14,6 +14,7 @@ mod kubectl_apply; // apply (client- and server-side), create with protobuf bodi
 mod kubectl_config; // create configmap/secret (literals, files, env files), immutable
 mod kubectl_jobs; // create job, wait --for=condition=complete, get jobs, logs job/NAME
 mod kubectl_token; // a secure cluster: default ServiceAccounts, create token, the kubernetes Service
+mod kubectl_nodes; // cordon, uncordon, taint nodes, and the scheduler's messages
 mod kubectl_verbs; // get (plain, wide, yaml, -w), describe, wait, delete, logs
 mod kubectl_workloads; // create deployment, scale, set image/env, rollout …, delete --cascade
 mod minik_get; // `minik get` prints the same server Tables as `kubectl get`

@@ -10,6 +10,7 @@ mod creation; // pods from creation to Running, restarts, init containers, exit 
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
 mod images; // busybox, python, nginx, agnhost as written; 300 short-lived pods on one /24
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
+mod nodes; // a dead node: Unknown, tainted, its pods evicted; pod GC
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
 mod rollout; // seed 002's rolling update, sampled on a watch
 mod scheduling; // unschedulable pods, spreading over nodes

@@ -444,6 +444,31 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
             ],
         ),
         role(
+            "system:controller:node-controller",
+            vec![
+                rule(
+                    &["get", "list", "update", "delete", "patch"],
+                    &[""],
+                    &["nodes"],
+                ),
+                rule(
+                    &["patch", "update"],
+                    &[""],
+                    &["nodes/status", "pods/status"],
+                ),
+                rule(&["list", "delete"], &[""], &["pods"]),
+                events(),
+            ],
+        ),
+        role(
+            "system:controller:pod-garbage-collector",
+            vec![
+                rule(&["list", "watch", "delete"], &[""], &["pods"]),
+                rule(&["get", "list"], &[""], &["nodes"]),
+                rule(&["patch"], &[""], &["pods/status"]),
+            ],
+        ),
+        role(
             "system:controller:generic-garbage-collector",
             vec![rule(
                 &["get", "list", "watch", "patch", "update", "delete"],
@@ -533,6 +558,8 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
         "deployment-controller",
         "replicaset-controller",
         "job-controller",
+        "node-controller",
+        "pod-garbage-collector",
         "generic-garbage-collector",
     ] {
         let user = subject("User", "system:kube-controller-manager");

@@ -1,13 +1,17 @@
 //! The pod strategy: defaults, validation, update immutability and binding.
 //!
 //! Kubernetes counterpart: `pkg/registry/core/pod/strategy.go` (`PrepareForCreate` resets the
-//! status to Pending, `PrepareForUpdate`, `Validate` / `ValidateUpdate`) and
+//! status to Pending, `PrepareForUpdate`, `Validate` / `ValidateUpdate`), the
+//! `DefaultTolerationSeconds` admission plugin (`plugin/pkg/admission/defaulttolerationseconds`) and
 //! `pkg/registry/core/pod/storage/storage.go` (`BindingREST.assignPod`: the scheduler's POST of a
 //! Binding sets `spec.nodeName` once and marks the pod `PodScheduled`).
 
-use minik_api::core::{Binding, Pod, PodCondition, PodSpec};
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use minik_api::core::{Binding, Pod, PodCondition, PodSpec, Toleration};
 use minik_api::defaults::{default_pod, initial_pod_status};
 use minik_api::status;
+use minik_api::taints::{TAINT_NOT_READY, TAINT_UNREACHABLE};
 use minik_api::validation::pod_spec::{malformed_quantity, QUANTITY_FORMAT_MSG};
 use minik_api::validation::{validate_pod, validate_pod_update};
 use serde_json::Value;
@@ -19,11 +23,62 @@ fn name_of(pod: &Pod) -> String {
     pod.metadata.name.clone().unwrap_or_default()
 }
 
-/// A new pod: defaults, a fresh `Pending` status (whatever the client sent), then validation.
+/// Upstream's default for both flags: a pod stays 5 minutes on a node that went away.
+pub const DEFAULT_TOLERATION_SECONDS: i64 = 300;
+
+// The admission plugin's two flags. They are process-wide, as upstream's plugin configuration is
+// per apiserver process; `run` sets them from the flags (in-process test clusters share them).
+static NOT_READY_SECONDS: AtomicI64 = AtomicI64::new(DEFAULT_TOLERATION_SECONDS);
+static UNREACHABLE_SECONDS: AtomicI64 = AtomicI64::new(DEFAULT_TOLERATION_SECONDS);
+
+/// Sets the `tolerationSeconds` given to new pods for the not-ready and unreachable taints.
+pub fn set_default_toleration_seconds(not_ready: i64, unreachable: i64) {
+    NOT_READY_SECONDS.store(not_ready, Ordering::Relaxed);
+    UNREACHABLE_SECONDS.store(unreachable, Ordering::Relaxed);
+}
+
+/// `DefaultTolerationSeconds` admission (docs/workloads.md#nl9): a pod that does not already
+/// tolerate `not-ready` (or `unreachable`) with effect NoExecute gets a toleration of it for
+/// `seconds`, so that it is evicted that long after its node went away.
+pub fn add_default_tolerations(spec: &mut PodSpec, not_ready: i64, unreachable: i64) {
+    let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
+    // Upstream's test: an empty key or effect counts as a match, whatever the operator.
+    let tolerates = |key: &str| {
+        tolerations.iter().any(|t| {
+            t.key.as_deref().is_none_or(|k| k.is_empty() || k == key)
+                && t.effect
+                    .as_deref()
+                    .is_none_or(|e| e.is_empty() || e == "NoExecute")
+        })
+    };
+    let missing: Vec<(&str, i64)> = [
+        (TAINT_NOT_READY, not_ready),
+        (TAINT_UNREACHABLE, unreachable),
+    ]
+    .into_iter()
+    .filter(|(key, _)| !tolerates(key))
+    .collect();
+    for (key, seconds) in missing {
+        tolerations.push(Toleration {
+            key: Some(key.into()),
+            operator: Some("Exists".into()),
+            effect: Some("NoExecute".into()),
+            toleration_seconds: Some(seconds),
+            ..Toleration::default()
+        });
+    }
+}
+
+/// A new pod: defaults, the default tolerations, a fresh `Pending` status (whatever the client
+/// sent), then validation.
 pub fn prepare_create(object: Value) -> ApiResult<Value> {
     let mut pod: Pod = typed(object, "Pod")?;
     check_quantities("Pod", pod.spec.as_ref())?;
     default_pod(&mut pod);
+    if let Some(spec) = pod.spec.as_mut() {
+        let not_ready = NOT_READY_SECONDS.load(Ordering::Relaxed);
+        add_default_tolerations(spec, not_ready, UNREACHABLE_SECONDS.load(Ordering::Relaxed));
+    }
     pod.status = None;
     initial_pod_status(&mut pod);
     let causes = validate_pod(&pod);
@@ -124,6 +179,53 @@ mod tests {
         let created = prepare_create(pod()).unwrap();
         assert_eq!(created["spec"]["terminationGracePeriodSeconds"], 30);
         assert_eq!(created["status"]["phase"], "Pending");
+    }
+
+    #[test]
+    fn create_adds_the_not_ready_and_unreachable_tolerations() {
+        let created = prepare_create(pod()).unwrap();
+        let tolerations = created["spec"]["tolerations"].as_array().unwrap();
+        let keys: Vec<_> = tolerations
+            .iter()
+            .map(|t| t["key"].as_str().unwrap())
+            .collect();
+        assert_eq!(keys, [TAINT_NOT_READY, TAINT_UNREACHABLE]);
+        assert!(tolerations.iter().all(|t| t["effect"] == "NoExecute"
+            && t["operator"] == "Exists"
+            && t["tolerationSeconds"] == DEFAULT_TOLERATION_SECONDS));
+    }
+
+    #[test]
+    fn a_pod_that_tolerates_a_taint_keeps_its_own_toleration() {
+        let own = |key: &str, effect: &str| Toleration {
+            key: Some(key.into()),
+            effect: Some(effect.into()),
+            operator: Some("Exists".into()),
+            toleration_seconds: Some(5),
+            ..Toleration::default()
+        };
+        let mut spec = PodSpec {
+            tolerations: Some(vec![own(TAINT_UNREACHABLE, "NoExecute")]),
+            ..PodSpec::default()
+        };
+        add_default_tolerations(&mut spec, 300, 300);
+        let tolerations = spec.tolerations.unwrap();
+        assert_eq!(tolerations.len(), 2);
+        assert_eq!(tolerations[0].toleration_seconds, Some(5));
+        assert_eq!(tolerations[1].key.as_deref(), Some(TAINT_NOT_READY));
+        // An empty key tolerates every taint: nothing is added; a NoSchedule one does not count.
+        let mut spec = PodSpec {
+            tolerations: Some(vec![own("", "")]),
+            ..PodSpec::default()
+        };
+        add_default_tolerations(&mut spec, 300, 300);
+        assert_eq!(spec.tolerations.unwrap().len(), 1);
+        let mut spec = PodSpec {
+            tolerations: Some(vec![own(TAINT_NOT_READY, "NoSchedule")]),
+            ..PodSpec::default()
+        };
+        add_default_tolerations(&mut spec, 300, 7);
+        assert_eq!(spec.tolerations.unwrap()[2].toleration_seconds, Some(7));
     }
 
     #[test]

@@ -48,6 +48,10 @@ pub struct UpArgs {
     /// Passed to the kubelets: how often they renew their node status (e.g. `2s`).
     #[arg(long, value_parser = parse_duration)]
     pub heartbeat_interval: Option<String>,
+    /// Passed to the kubelets: the most pods each node runs, its `pods` capacity (Kubernetes'
+    /// default 110; a node's /24 pod CIDR has 254 addresses, so that is the most).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=254))]
+    pub max_pods: Option<u16>,
     /// Also write the admin kubeconfig to this file (mode 0600).
     #[arg(long, value_name = "PATH")]
     pub kubeconfig_out: Option<PathBuf>,
@@ -68,6 +72,13 @@ fn parse_duration(text: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
+/// The flags `up` adds to every kubelet's command line.
+fn kubelet_args(args: &UpArgs) -> Vec<String> {
+    args.max_pods
+        .map(|n| vec!["--max-pods".into(), n.to_string()])
+        .unwrap_or_default()
+}
+
 /// Runs `minik up` until Ctrl-C / SIGTERM, then stops the cluster.
 pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let data_dir = args.data_dir.clone().unwrap_or_else(default_data_dir);
@@ -85,7 +96,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             .dial_attempts
             .map(|n| vec!["--dial-attempts".into(), n.to_string()])
             .unwrap_or_default(),
-        kubelet_args: Vec::new(),
+        kubelet_args: kubelet_args(&args),
         progress: true,
         interrupt: signals.first_token(),
         secure: !args.insecure,
@@ -218,6 +229,21 @@ mod tests {
     fn durations_are_passed_through_verbatim() {
         assert_eq!(parse_duration("150ms").unwrap(), "150ms");
         assert!(parse_duration("soon").is_err());
+    }
+
+    /// `--max-pods` reaches every kubelet (whose `pods` capacity it is), within the /24's 254.
+    #[test]
+    fn max_pods_is_passed_to_the_kubelets() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            up: UpArgs,
+        }
+        let parse = |argv: &[&str]| <Cli as clap::Parser>::try_parse_from(argv).map(|c| c.up);
+        let up = parse(&["up", "--max-pods", "250"]).unwrap();
+        assert_eq!(kubelet_args(&up), ["--max-pods", "250"]);
+        assert!(kubelet_args(&parse(&["up"]).unwrap()).is_empty());
+        assert!(parse(&["up", "--max-pods", "300"]).is_err());
     }
 
     /// The state file round-trips through JSON.

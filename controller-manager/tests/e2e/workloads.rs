@@ -16,6 +16,7 @@ pub fn controller_manager(server: &Apiserver, identity: &str) -> CancellationTok
         kubeconfig: None,
         workers: 2,
         leader_election: fast_election(identity),
+        ..minik_controller_manager::Config::default()
     };
     tokio::spawn(minik_controller_manager::run(config, shutdown.clone()));
     shutdown

@@ -23,8 +23,10 @@
 //!      step a real kubelet takes once the containers are gone.
 //! 3. On shutdown the nodes are deleted again so the cluster is left as it was.
 //!
-//! minik simplifies: no heartbeats or leases (nothing in minik marks a silent node NotReady), no
-//! container state machine (pods go straight to Running), no node status updates after
+//! Each node's Lease is renewed every 10 s (`leases.rs`), so the node lifecycle controller keeps
+//! them Ready.
+//!
+//! minik simplifies: no container state machine (pods go straight to Running), no node status updates after
 //! registration. The real kubelet (`minik-kubelet`) shares no code with this: a hollow node runs
 //! nothing, so it needs none of the kubelet's runtime, sandbox or pod workers.
 //!
@@ -32,6 +34,7 @@
 //! Deployment's pods become Available, and its old pods go, without a real kubelet). Read next:
 //! `pods.rs`.
 
+mod leases;
 mod pods;
 
 pub use pods::running_status;
@@ -160,6 +163,12 @@ impl HollowNodes {
             self.names.clone(),
             self.config.concurrency,
         );
+        let leases = tokio::spawn(leases::renew_leases(
+            self.client.clone(),
+            self.node_names(),
+            self.config.concurrency,
+            shutdown.clone(),
+        ));
         let mut events = std::pin::pin!(minik_client::watcher(pods, ListParams::default()));
         info!(nodes = self.names.len(), "ready");
         loop {
@@ -180,6 +189,8 @@ impl HollowNodes {
         }
         worker.tasks.close();
         worker.tasks.wait().await;
+        leases.abort();
+        let _ = leases.await;
         self.unregister().await;
         Ok(())
     }

@@ -29,6 +29,7 @@ pub struct ClusterBuilder {
     pub(crate) proxy: bool,
     pub(crate) endpoint_controller: bool,
     pub(crate) secure: bool,
+    pub(crate) controller_manager_args: Vec<String>,
 }
 
 impl Default for ClusterBuilder {
@@ -43,6 +44,7 @@ impl Default for ClusterBuilder {
             proxy: true,
             endpoint_controller: true,
             secure: true,
+            controller_manager_args: Vec::new(),
         }
     }
 }
@@ -81,6 +83,13 @@ impl ClusterBuilder {
     /// The proxy's `--dial-attempts`.
     pub fn dial_attempts(mut self, attempts: u16) -> Self {
         self.dial_attempts = Some(attempts);
+        self
+    }
+
+    /// More flags for the controller manager (`--node-monitor-grace-period 4s` …).
+    pub fn controller_manager_args(mut self, args: &[&str]) -> Self {
+        self.controller_manager_args
+            .extend(args.iter().map(|a| a.to_string()));
         self
     }
 
@@ -139,6 +148,7 @@ impl ClusterBuilder {
                 .chain(["--leader-elect-renew-deadline", "2s"])
                 .chain(["--leader-elect-retry-period", "500ms"])
                 .map(String::from)
+                .chain(self.controller_manager_args.iter().cloned())
                 .collect(),
             progress: false,
             mode: if self.processes {
