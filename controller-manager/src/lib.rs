@@ -11,7 +11,7 @@
 //! 3. [`controller`]: the [`controller::Controller`] trait, and the workers that drain each
 //!    controller's `minik_client::WorkQueue` with per-key rate-limited retries;
 //! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`], [`deployment`],
-//!    [`job`] and [`gc`] (the garbage collector).
+//!    [`job`], [`disruption`] (PodDisruptionBudgets) and [`gc`] (the garbage collector).
 //!
 //! ```text
 //!  Lease ──► leader? ──► SharedInformers (pods, replicasets, deployments, every kind's metadata)
@@ -27,6 +27,7 @@
 
 pub mod controller;
 pub mod deployment;
+pub mod disruption;
 pub mod expectations;
 pub mod gc;
 pub mod informers;
@@ -90,7 +91,7 @@ impl Default for Config {
 /// Command-line flags of `minik controller-manager`.
 #[derive(Clone, Debug, clap::Parser)]
 #[command(
-    about = "The minik controller manager: ReplicaSets, Deployments, Jobs, garbage collection"
+    about = "The minik controller manager: ReplicaSets, Deployments, Jobs, disruption budgets, garbage collection"
 )]
 pub struct Args {
     /// The apiserver URL.
@@ -189,6 +190,12 @@ pub fn start_controllers(
         ),
         controller::spawn(
             job::JobController::new(informers, client.clone(), job::JobOptions::default()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            disruption::DisruptionController::new(informers, client.clone()),
             informers,
             workers,
             shutdown.clone(),

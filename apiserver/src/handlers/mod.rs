@@ -5,11 +5,12 @@
 //! …). The path is parsed into a [`Target`] by [`crate::request`], then this module dispatches on
 //! the method, so every unknown path or verb still gets a proper `Status`.
 //!
-//! Imports point down: the handlers here ([`read`], [`write`](mod@write), [`delete`], [`scale`]), the watch server and
+//! Imports point down: the handlers here ([`read`], [`write`](mod@write), [`delete`], [`scale`], [`eviction`]), the watch server and
 //! the log proxy use [`crate::request`], [`crate::store`], [`crate::registry`] and
 //! `crate::storage`, and none of them imports another handler.
 
 pub mod delete;
+pub mod eviction;
 pub mod read;
 pub mod scale;
 pub mod write;
@@ -169,6 +170,9 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
         (&Method::POST, true, Some("binding")) if kind == "Pod" => {
             write::bind(state, &request).await
         }
+        (&Method::POST, true, Some("eviction")) if kind == "Pod" => {
+            eviction::evict(state, &request).await
+        }
         (&Method::PUT, true, None) => write::update(state, &request).await,
         (&Method::PUT, true, Some(_)) if status_ok => write::update(state, &request).await,
         (&Method::PATCH, true, None) => write::patch(state, &request).await,
@@ -184,12 +188,12 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
     }
 }
 
-/// The subresources a kind has: `status` for kinds with a status, `binding` and `log` for pods,
+/// The subresources a kind has: `status` for kinds with a status, `binding`, `log` and `eviction` for pods,
 /// `scale` for Deployments and ReplicaSets.
 fn known_subresource(kind: &str, sub: &str) -> bool {
     match sub {
         "status" => crate::registry::has_status_subresource(kind),
-        "binding" | "log" => kind == "Pod",
+        "binding" | "log" | "eviction" => kind == "Pod",
         "scale" => crate::registry::scale::has_scale_subresource(kind),
         _ => false,
     }

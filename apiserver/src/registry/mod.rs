@@ -5,13 +5,14 @@
 //! store in `k8s.io/apiserver/pkg/registry/generic/registry/store.go`. minik's generic part is
 //! [`prepare_create`] / [`prepare_update`] here and [`meta`]; the kind-specific parts are
 //! [`pods`] (defaults, validation, immutability, binding), [`services`] (clusterIP allocation),
-//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`scale`] (the autoscaling/v1 Scale view),
+//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`disruption`] (PodDisruptionBudgets), [`scale`] (the autoscaling/v1 Scale view),
 //! [`propagation`] (garbage-collection finalizers) and [`deletion`] (graceful delete). Every
 //! object is round-tripped through its typed k8s-openapi struct, so what is stored is exactly
 //! Kubernetes' JSON shape (unknown fields are dropped, as upstream does without
 //! `fieldValidation=Strict`).
 
 pub mod deletion;
+pub mod disruption;
 pub mod jobs;
 pub mod meta;
 pub mod patch;
@@ -40,7 +41,14 @@ use crate::error::{ApiError, ApiResult};
 pub fn has_status_subresource(kind: &str) -> bool {
     matches!(
         kind,
-        "Pod" | "Service" | "Node" | "Namespace" | "Deployment" | "ReplicaSet" | "Job"
+        "Pod"
+            | "Service"
+            | "Node"
+            | "Namespace"
+            | "Deployment"
+            | "ReplicaSet"
+            | "Job"
+            | "PodDisruptionBudget"
     )
 }
 
@@ -128,6 +136,7 @@ pub fn prepare_create(
         "Deployment" => workloads::prepare_create_deployment(object)?,
         "ReplicaSet" => workloads::prepare_create_replica_set(object)?,
         "Job" => jobs::prepare_create(object)?,
+        "PodDisruptionBudget" => disruption::prepare_create(object)?,
         kind => normalize(object, kind)?,
     };
     check_size(&object)?;
@@ -196,6 +205,7 @@ pub fn prepare_update(
         "Deployment" => workloads::prepare_update_deployment(object, old)?,
         "ReplicaSet" => workloads::prepare_update_replica_set(object, old)?,
         "Job" => jobs::prepare_update(object, old)?,
+        "PodDisruptionBudget" => disruption::prepare_update(object)?,
         kind => normalize(object, kind)?,
     };
     bump_generation(&mut object, old, info.kind);
