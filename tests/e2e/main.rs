@@ -13,6 +13,7 @@ mod rollout; // seed 002's rolling update, sampled on a watch
 mod scheduling; // unschedulable pods, spreading over nodes
 mod services; // endpoints and the proxy
 mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress deadline
+mod supervision; // minik up restarts every component killed with -9, no write lost
 mod up; // minik up, status, down
 mod workload_faults; // scaling mid-rollout, the controller manager killed with -9
 
