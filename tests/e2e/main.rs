@@ -7,6 +7,7 @@
 mod cleanup; // nothing left running after a cluster stops
 mod creation; // pods from creation to Running, restarts, init containers, exit codes
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
+mod hook_orphans; // a preStop's setsid child goes with the force-deleted pod
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
 mod rollout; // seed 002's rolling update, sampled on a watch
