@@ -9,6 +9,7 @@ mod creation; // pods from creation to Running, restarts, init containers, exit 
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
 mod hook_orphans; // a preStop's setsid child goes with the force-deleted pod
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
+mod limits; // a fork bomb stopped by the pod pids limit
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
 mod rollout; // seed 002's rolling update, sampled on a watch
 mod scheduling; // unschedulable pods, spreading over nodes

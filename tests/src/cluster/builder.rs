@@ -27,6 +27,7 @@ pub struct ClusterBuilder {
     pub(crate) dial_attempts: Option<u16>,
     pub(crate) proxy: bool,
     pub(crate) endpoint_controller: bool,
+    pub(crate) pod_pids_limit: Option<i64>,
 }
 
 impl Default for ClusterBuilder {
@@ -40,6 +41,7 @@ impl Default for ClusterBuilder {
             dial_attempts: None,
             proxy: true,
             endpoint_controller: true,
+            pod_pids_limit: None,
         }
     }
 }
@@ -78,6 +80,12 @@ impl ClusterBuilder {
     /// The proxy's `--dial-attempts`.
     pub fn dial_attempts(mut self, attempts: u16) -> Self {
         self.dial_attempts = Some(attempts);
+        self
+    }
+
+    /// The kubelets' `--pod-pids-limit`.
+    pub fn pod_pids_limit(mut self, limit: i64) -> Self {
+        self.pod_pids_limit = Some(limit);
         self
     }
 
@@ -131,6 +139,10 @@ impl ClusterBuilder {
                 .chain(["--leader-elect-retry-period", "500ms"])
                 .map(String::from)
                 .collect(),
+            kubelet_args: self
+                .pod_pids_limit
+                .map(|n| vec!["--pod-pids-limit".into(), n.to_string()])
+                .unwrap_or_default(),
             progress: false,
             mode: if self.processes {
                 Mode::Processes
