@@ -28,6 +28,7 @@
 
 pub mod config;
 pub mod defaults;
+pub mod disruption;
 pub mod grace;
 pub mod jobs;
 pub mod key;
@@ -49,6 +50,8 @@ pub use k8s_openapi::api::apps::v1 as apps;
 pub use k8s_openapi::api::batch::v1 as batch;
 /// The core/v1 kinds (Pod, Service, Endpoints, Node, Event, Namespace, Binding …).
 pub use k8s_openapi::api::core::v1 as core;
+/// policy/v1: PodDisruptionBudget and Eviction.
+pub use k8s_openapi::api::policy::v1 as policy;
 /// ObjectMeta, Status, Time, MicroTime, ListMeta, LabelSelector and the other meta/v1 types.
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 

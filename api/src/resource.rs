@@ -4,7 +4,7 @@
 //! kubectl learns that `po` means pods and that nodes are cluster-scoped. minik serves only the
 //! core/v1 kinds its pipeline needs (ConfigMaps and Secrets among them), plus coordination.k8s.io Leases (node heartbeats) and
 //! discovery.k8s.io EndpointSlices (what `kubectl describe service` reads a Service's endpoints from)
-//! the apps/v1 workloads (Deployments and the ReplicaSets they roll), batch/v1 Jobs, the
+//! the apps/v1 workloads (Deployments and the ReplicaSets they roll), batch/v1 Jobs, policy/v1 PodDisruptionBudgets, the
 //! rbac.authorization.k8s.io/v1 roles and bindings the authorizer reads, and the ServiceAccounts
 //! pods run as.
 
@@ -198,6 +198,14 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &[],
         namespaced: true,
         api_version: "batch/v1",
+    },
+    ResourceInfo {
+        kind: "PodDisruptionBudget",
+        plural: "poddisruptionbudgets",
+        singular: "poddisruptionbudget",
+        short_names: &["pdb"],
+        namespaced: true,
+        api_version: "policy/v1",
     },
 ];
 

@@ -133,6 +133,11 @@ pub fn resource_list(group_version: &str) -> Value {
         if info.kind == "Pod" {
             resources.push(subresource_entry(info, "binding", "Binding", &["create"]));
             resources.push(subresource_entry(info, "log", "Pod", &["get"]));
+            // kubectl drain looks for this entry, and takes the Eviction's group version from it.
+            let mut eviction = subresource_entry(info, "eviction", "Eviction", &["create"]);
+            eviction["group"] = json!("policy");
+            eviction["version"] = json!("v1");
+            resources.push(eviction);
         }
     }
     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources})

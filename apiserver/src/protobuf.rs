@@ -9,7 +9,8 @@
 //!
 //! `kubectl auth can-i` sends its SelfSubjectAccessReview the same way, `kubectl create
 //! configmap|secret` their ConfigMap and Secret (data, binaryData, type, immutable), `kubectl create
-//! token` its TokenRequest and `kubectl create serviceaccount` its ServiceAccount.
+//! token` its TokenRequest and `kubectl create serviceaccount` its ServiceAccount; `kubectl drain` its
+//! Evictions and the DeleteOptions of its DELETEs, `kubectl create pdb` a PodDisruptionBudget.
 //!
 //! minik decodes only the fields those commands set: a Namespace's, a Service's and a
 //! Deployment's and a Job's metadata (name, generateName, namespace, labels, annotations), the Service's spec
@@ -30,7 +31,7 @@ pub enum Error {
     Malformed(&'static str),
     /// A kind minik has no protobuf schema for.
     #[error(
-        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job, ConfigMap, Secret, ServiceAccount, TokenRequest and access reviews, not {0:?}; send JSON"
+        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job, ConfigMap, Secret, ServiceAccount, TokenRequest, PodDisruptionBudget, DeleteOptions, Eviction and access reviews, not {0:?}; send JSON"
     )]
     Unsupported(String),
 }
@@ -42,6 +43,8 @@ enum Field {
     Int(&'static str),
     /// A pointer field (`*int32`): present means set, even to 0 (`--replicas=0`).
     OptInt(&'static str),
+    /// A pointer to an `int64` (`gracePeriodSeconds`).
+    OptInt64(&'static str),
     StrMap(&'static str),
     StrList(&'static str),
     Message(&'static str, Schema),
@@ -200,6 +203,39 @@ const BOUND_OBJECT_REFERENCE: Schema = &[
     (2, Field::Str("apiVersion")),
     (3, Field::Str("name")),
     (4, Field::Str("uid")),
+};
+// meta/v1 DeleteOptions (`kubectl drain`'s DELETE bodies and each Eviction's options) and
+// policy/v1 Eviction and PodDisruptionBudget (`k8s.io/api/policy/v1/generated.proto`).
+const DELETE_OPTIONS: Schema = &[
+    (1, Field::OptInt64("gracePeriodSeconds")),
+    (
+        2,
+        Field::Message(
+            "preconditions",
+            &[(1, Field::Str("uid")), (2, Field::Str("resourceVersion"))],
+        ),
+    ),
+    (4, Field::Str("propagationPolicy")),
+    (5, Field::StrList("dryRun")),
+];
+const EVICTION: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::Message("deleteOptions", DELETE_OPTIONS)),
+];
+const POD_DISRUPTION_BUDGET: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (
+        2,
+        Field::Message(
+            "spec",
+            &[
+                (1, Field::IntOrString("minAvailable")),
+                (2, Field::Message("selector", LABEL_SELECTOR)),
+                (3, Field::IntOrString("maxUnavailable")),
+                (4, Field::Str("unhealthyPodEvictionPolicy")),
+            ],
+        ),
+    ),
 ];
 
 /// One raw field: its number and its payload (a varint, or length-delimited bytes).
@@ -278,6 +314,9 @@ fn message(bytes: &[u8], schema: Schema) -> Result<Value, Error> {
             }
             (Field::Int(name) | Field::OptInt(name), Raw::Varint(v)) => {
                 object.insert(name.into(), json!(v as i64 as i32));
+            }
+            (Field::OptInt64(name), Raw::Varint(v)) => {
+                object.insert(name.into(), json!(v as i64));
             }
             (Field::StrList(name), Raw::Bytes(b)) => {
                 push(&mut object, name, Value::String(text(b)?))
@@ -386,6 +425,9 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
         "Secret" => SECRET,
         "ServiceAccount" => SERVICE_ACCOUNT,
         "TokenRequest" => TOKEN_REQUEST,
+        "DeleteOptions" => DELETE_OPTIONS,
+        "Eviction" => EVICTION,
+        "PodDisruptionBudget" => POD_DISRUPTION_BUDGET,
         _ => return Err(Error::Unsupported(kind)),
     };
     let mut object = message(raw, schema)?;
@@ -554,6 +596,19 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(config_map["data"], json!({"mode": "fast"}));
+    }
+
+    #[test]
+    fn kubectl_drain_eviction_decodes_with_its_delete_options() {
+        let preconditions = field(1, b"u-1");
+        let options = [varint_field(1, 0), field(2, &preconditions)].concat();
+        let raw = [field(1, &field(1, b"web-a")), field(2, &options)].concat();
+        let eviction = decode(&envelope("Eviction", &raw)).unwrap();
+        assert_eq!(eviction["metadata"]["name"], "web-a");
+        assert_eq!(
+            eviction["deleteOptions"],
+            json!({"gracePeriodSeconds": 0, "preconditions": {"uid": "u-1"}})
+        );
     }
 
     #[test]

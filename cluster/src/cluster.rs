@@ -137,6 +137,8 @@ pub(crate) struct Member {
     pub component: Component,
     pub args: Vec<String>,
     pub running: Supervised,
+    /// Restarts after unexpected exits (`minik up` only, `restart.rs`).
+    pub restart: crate::restart::RestartState,
 }
 
 /// What `minik up` writes for `minik status`: one entry per component.
@@ -161,6 +163,12 @@ pub struct ComponentState {
     pub address: Option<String>,
     /// Its log file.
     pub log: PathBuf,
+    /// How many times `minik up` restarted it after it exited on its own.
+    #[serde(default)]
+    pub restarts: u32,
+    /// How its last unexpected exit ended.
+    #[serde(default)]
+    pub last_exit: Option<String>,
 }
 
 impl Cluster {
@@ -238,6 +246,7 @@ impl Cluster {
             component,
             args,
             running,
+            restart: Default::default(),
         });
         Ok(())
     }

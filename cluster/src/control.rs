@@ -46,6 +46,8 @@ impl Cluster {
                     pid: m.running.pid.unwrap_or_else(std::process::id),
                     address: m.running.address.clone(),
                     log: m.running.log.clone(),
+                    restarts: m.restart.restarts,
+                    last_exit: m.restart.last_exit.clone(),
                 })
                 .collect(),
         }

@@ -35,6 +35,7 @@ pub mod drain;
 pub mod files;
 pub mod kubeconfig;
 pub mod pki;
+pub mod restart;
 pub mod secure;
 pub mod supervisor;
 
@@ -42,6 +43,7 @@ pub use cluster::{Cluster, ClusterConfig, ClusterState, ComponentState, Mode};
 pub use component::Component;
 pub use control::Stopped;
 pub use files::{default_data_dir, is_minik_up, pid_file, state_file};
+pub use restart::Supervision;
 pub use supervisor::{Exit, UnexpectedExit};
 
 /// What can go wrong while starting or stopping a cluster.

@@ -48,6 +48,8 @@ pub struct Supervised {
     /// Its log file (a process's stdout and stderr; an in-process component logs through the
     /// embedding program's `tracing` subscriber instead).
     pub log: PathBuf,
+    /// When it was started (a restart's backoff resets after a stable run).
+    pub started: std::time::Instant,
     /// Cancelled to ask the supervising task to stop the component (for a task: its token).
     stop: CancellationToken,
     /// Cancelled by the supervising task once the component has ended (for whatever reason).
@@ -162,6 +164,7 @@ pub fn spawn(
         address,
         pid: Some(pid),
         log,
+        started: std::time::Instant::now(),
         stop,
         exited,
         task: Some(task),
@@ -208,6 +211,7 @@ pub fn spawn_task(
         address,
         pid: None,
         log: log_dir.join(format!("{name}.log")),
+        started: std::time::Instant::now(),
         stop,
         exited,
         task: Some(task),

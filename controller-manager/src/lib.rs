@@ -11,7 +11,7 @@
 //! 3. [`controller`]: the [`controller::Controller`] trait, and the workers that drain each
 //!    controller's `minik_client::WorkQueue` with per-key rate-limited retries;
 //! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`], [`deployment`],
-//!    [`job`], [`serviceaccount`] (a `default` ServiceAccount per namespace), [`nodelifecycle`]
+//!    [`job`], [`disruption`] (PodDisruptionBudgets), [`serviceaccount`] (a `default` ServiceAccount per namespace), [`nodelifecycle`]
 //!    (dead nodes: Unknown, tainted, their pods evicted), [`podgc`] (finished and orphaned pods)
 //!    and [`gc`] (the garbage collector).
 //!
@@ -30,6 +30,7 @@
 
 pub mod controller;
 pub mod deployment;
+pub mod disruption;
 pub mod expectations;
 pub mod gc;
 pub mod informers;
@@ -104,7 +105,7 @@ impl Default for Config {
 /// Command-line flags of `minik controller-manager`.
 #[derive(Clone, Debug, clap::Parser)]
 #[command(
-    about = "The minik controller manager: ReplicaSets, Deployments, Jobs, garbage collection"
+    about = "The minik controller manager: ReplicaSets, Deployments, Jobs, disruption budgets, garbage collection"
 )]
 pub struct Args {
     /// The apiserver URL.
@@ -226,6 +227,12 @@ pub fn start_controllers(
         ),
         controller::spawn(
             serviceaccount::ServiceAccountsController::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            disruption::DisruptionController::new(informers, client.clone()),
             informers,
             workers,
             shutdown.clone(),

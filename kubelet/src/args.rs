@@ -61,6 +61,9 @@ pub struct Args {
     /// Pod capacity.
     #[arg(long, default_value = "110")]
     pub max_pods: String,
+    /// The most processes one pod may have; a pod over it has its processes killed (-1: no limit).
+    #[arg(long, default_value_t = crate::pids::DEFAULT_POD_PIDS_LIMIT, allow_negative_numbers = true)]
+    pub pod_pids_limit: i64,
 }
 
 /// The same flags as a standalone parser, for the `minik-kubelet` binary.
@@ -112,6 +115,7 @@ impl Args {
             heartbeat_interval: self.heartbeat_interval,
             backoff_base: self.backoff_base,
             backoff_max: self.backoff_max,
+            pod_pids_limit: self.pod_pids_limit,
         }
     }
 }

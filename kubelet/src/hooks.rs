@@ -12,8 +12,10 @@
 //!
 //! Timing rules (docs/kubernetes-rules.md#start-path, #t1): postStart runs alongside the process
 //! and the container is not Running until it finishes; preStop runs before SIGTERM and its time
-//! counts against the grace period. The callers bound the hook (preStop by the grace deadline); a
-//! hook that overruns is abandoned (its exec child is killed with its future).
+//! counts against the grace period. SIGTERM waits for preStop only until the grace deadline; a
+//! preStop still running then runs on until the container has stopped, and is then dropped: its
+//! exec's processes, also those it `setsid`-ed away, are killed with its future
+//! (`cri/process/exec_group.rs`).
 //!
 //! minik simplifies: the deprecated `tcpSocket` handler is rejected with an error.
 

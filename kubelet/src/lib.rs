@@ -55,6 +55,7 @@ pub mod images;
 pub mod network;
 pub mod node;
 pub mod phase;
+pub mod pids;
 pub mod plan;
 pub mod pod_worker;
 pub mod probes;
@@ -154,6 +155,8 @@ pub struct Config {
     pub backoff_base: Duration,
     /// Longest CrashLoopBackOff delay (300 s upstream).
     pub backoff_max: Duration,
+    /// The most processes a pod may have (`--pod-pids-limit`; negative: no limit).
+    pub pod_pids_limit: i64,
 }
 
 /// Runs the kubelet until `shutdown`; returns after its tasks have finished (pods keep running).
@@ -220,6 +223,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             shutdown.clone(),
         ));
         let sources = sources::WatchedSources::start(&client, &tracker, &shutdown);
+        tracker.spawn(pids::watchdog(
+            runtime.clone(),
+            reporter.clone(),
+            config.pod_pids_limit,
+            shutdown.clone(),
+        ));
         let ctx = Arc::new(pod_worker::WorkerContext {
             runtime,
             reporter,

@@ -8,7 +8,9 @@
 //! - the budget is `deletionGracePeriodSeconds`, else `spec.terminationGracePeriodSeconds`
 //!   (default 30), and never less than 1 (T3); the callers get it from `minik_api::grace`, the
 //!   rule the API server shares, and hand it in as [`StopRequest::grace`];
-//! - the countdown starts *before* preStop, and preStop runs bounded by it (T1, T2.3);
+//! - the countdown starts *before* preStop, and SIGTERM waits for preStop only until the grace
+//!   deadline (T1, T2.3); a preStop still running then is not killed but runs on until the
+//!   container has stopped, as upstream's hook goroutine does;
 //! - then SIGTERM goes to the container's process group;
 //! - SIGKILL follows at the end of the budget, but never sooner than 2 s after SIGTERM
 //!   (`minimumGracePeriodInSeconds`, T2.4): a preStop that eats the whole budget still leaves
@@ -27,6 +29,8 @@
 //! timeline. Upstream names: `Killing` (at SIGTERM), `FailedPreStopHook`. minik's own names (not
 //! upstream): `PreStopHookStarted`, `PreStopHookCompleted`, `Killed` (at SIGKILL), `Exited`.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -91,12 +95,16 @@ pub struct StopRequest<'a> {
     pub reason_message: String,
 }
 
+/// A preStop hook still running; it is dropped (its processes killed) once the container stops.
+type PendingHook<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+
 /// Stops one container per the rules above and returns its final status.
-pub async fn stop_container(mut req: StopRequest<'_>) -> Option<ContainerStatus> {
+pub async fn stop_container<'a>(mut req: StopRequest<'a>) -> Option<ContainerStatus> {
     let name = req.container.name.clone();
-    if let Some(handler) = hooks::pre_stop(req.container) {
-        run_pre_stop(&mut req, handler, &name).await;
-    }
+    let still_running = match hooks::pre_stop(req.container) {
+        Some(handler) => run_pre_stop(&mut req, handler, &name).await,
+        None => None,
+    };
     // The event is stamped just before the signal, so its eventTime is the moment of SIGTERM.
     req.reporter.event(
         req.pod,
@@ -110,7 +118,18 @@ pub async fn stop_container(mut req: StopRequest<'_>) -> Option<ContainerStatus>
     }
     let term_at = Instant::now();
     info!(pod = %pod_key(req.pod), container = %name, "sent SIGTERM");
-    let exited = wait_or_kill(&mut req, term_at, &name).await;
+    // Upstream does not kill a preStop that outlived the grace period: it runs on beside the
+    // stopping container and ends with it (seed 001 prints its output after SIGTERM, T2.3).
+    let hook_runs_on = async move {
+        if let Some(hook) = still_running {
+            let _ = hook.await;
+        }
+        std::future::pending::<()>().await
+    };
+    let exited = tokio::select! {
+        exited = wait_or_kill(&mut req, term_at, &name) => exited,
+        () = hook_runs_on => unreachable!("pending never completes"),
+    };
     if let Some(ContainerStatus {
         state: crate::cri::ContainerState::Exited { exit_code, .. },
         ..
@@ -124,12 +143,13 @@ pub async fn stop_container(mut req: StopRequest<'_>) -> Option<ContainerStatus>
     exited
 }
 
-/// Runs preStop until it ends or the grace deadline passes (moving with the grace).
-async fn run_pre_stop(
-    req: &mut StopRequest<'_>,
-    handler: &k8s_openapi::api::core::v1::LifecycleHandler,
+/// Runs preStop until it ends or the grace deadline passes (moving with the grace); returns the
+/// hook if it is still running at the deadline.
+async fn run_pre_stop<'a>(
+    req: &mut StopRequest<'a>,
+    handler: &'a k8s_openapi::api::core::v1::LifecycleHandler,
     name: &str,
-) {
+) -> Option<PendingHook<'a>> {
     req.reporter.event(
         req.pod,
         Some(name),
@@ -138,17 +158,16 @@ async fn run_pre_stop(
         &format!("PreStop hook of container {name} started"),
     );
     info!(pod = %pod_key(req.pod), container = %name, "running prestop hook");
-    let budget = req.start + *req.grace.borrow();
-    let timeout = budget.saturating_duration_since(Instant::now());
-    let hook = hooks::run(
+    // No timeout of its own: the grace deadline below decides when SIGTERM goes, and the hook
+    // ends with the container.
+    let mut hook: PendingHook<'a> = Box::pin(hooks::run(
         req.runtime,
         req.id,
         req.container,
         handler,
         req.pod_ip,
-        Some(timeout),
-    );
-    tokio::pin!(hook);
+        None,
+    ));
     let outcome = loop {
         let deadline = req.start + *req.grace.borrow();
         tokio::select! {
@@ -157,38 +176,27 @@ async fn run_pre_stop(
             _ = grace_changed(&mut req.grace) => {}
         }
     };
-    match outcome {
-        Some(Ok(())) => {
-            let message = format!("PreStop hook of container {name} completed");
-            req.reporter.event(
-                req.pod,
-                Some(name),
-                "Normal",
-                "PreStopHookCompleted",
-                &message,
-            );
-        }
-        Some(Err(error)) => {
-            let message = hooks::failure_message(Hook::PreStop, name, &error);
-            req.reporter.event(
-                req.pod,
-                Some(name),
-                "Warning",
-                "FailedPreStopHook",
-                &message,
-            );
-        }
-        None => {
-            let message = format!("PreStop hook of container {name} cut short by the grace period");
-            req.reporter.event(
-                req.pod,
-                Some(name),
-                "Normal",
-                "PreStopHookCompleted",
-                &message,
-            );
-        }
-    }
+    let cut_short = outcome.is_none();
+    let (kind, reason, message) = match outcome {
+        Some(Ok(())) => (
+            "Normal",
+            "PreStopHookCompleted",
+            format!("PreStop hook of container {name} completed"),
+        ),
+        Some(Err(error)) => (
+            "Warning",
+            "FailedPreStopHook",
+            hooks::failure_message(Hook::PreStop, name, &error),
+        ),
+        None => (
+            "Normal",
+            "PreStopHookCompleted",
+            format!("PreStop hook of container {name} cut short by the grace period (it runs on until the container stops)"),
+        ),
+    };
+    req.reporter
+        .event(req.pod, Some(name), kind, reason, &message);
+    cut_short.then_some(hook)
 }
 
 /// Waits for the exit until the kill deadline (which follows the grace), then SIGKILLs.

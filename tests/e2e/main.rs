@@ -8,8 +8,10 @@ mod cleanup; // nothing left running after a cluster stops
 mod configmaps; // ConfigMaps, Secrets, the downward API, service links in env and volumes
 mod creation; // pods from creation to Running, restarts, init containers, exit codes
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
+mod hook_orphans; // a preStop's setsid child goes with the force-deleted pod
 mod images; // busybox, python, nginx, agnhost as written; 300 short-lived pods on one /24
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
+mod limits; // a fork bomb stopped by the pod pids limit
 mod nodes; // a dead node: Unknown, tainted, its pods evicted; pod GC
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
 mod rollout; // seed 002's rolling update, sampled on a watch
@@ -19,6 +21,7 @@ mod services; // endpoints and the proxy
 mod sidecars; // init containers with restartPolicy Always
 mod slices; // EndpointSlices during a graceful deletion, the proxy's last-resort endpoints
 mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress deadline
+mod supervision; // minik up restarts every component killed with -9, no write lost
 mod up; // minik up, status, down
 mod workload_faults; // scaling mid-rollout, the controller manager killed with -9
 

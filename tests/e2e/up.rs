@@ -54,8 +54,8 @@ async fn up_status_down_runs_a_cluster_and_leaves_nothing_behind() {
     up.down().await;
 }
 
-/// Even when a kubelet was killed (so its pods cannot be stopped through it), `down` leaves no
-/// process behind: `minik up` is the subreaper of the orphaned shims and kills them.
+/// A kubelet killed with -9 is restarted by `up` (and re-adopts its pod), and `down` still leaves
+/// no process behind: `minik up` is the subreaper of whatever the kill orphaned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn down_after_a_kubelet_crash_still_leaves_nothing_behind() {
     let _machine = crate::support::shared().await;
@@ -73,11 +73,21 @@ async fn down_after_a_kubelet_crash_still_leaves_nothing_behind() {
     })
     .await
     .expect("kubelet dead");
+    eventually(
+        "the kubelet to be restarted",
+        Duration::from_secs(20),
+        || async {
+            let pid = up.pid_of("kubelet-node-1");
+            (pid != kubelet && procs::is_alive(pid)).then_some(())
+        },
+    )
+    .await
+    .expect("kubelet restarted");
     let (ok, status) = minik(&["status", "--data-dir", &up.data_dir()]).await;
     assert!(
-        !ok && status
+        ok && status
             .lines()
-            .any(|l| l.starts_with("kubelet-node-1") && l.contains("stopped")),
+            .any(|l| l.starts_with("kubelet-node-1") && l.contains("restarts 1")),
         "{status}"
     );
     up.down().await;

@@ -2,7 +2,7 @@
 //!
 //! Kubernetes counterpart: `pkg/printers/internalversion/printers.go` (`AddHandlers`: the
 //! `TableColumnDefinition`s and `printPod`, `printService`, `printEndpoints`, `printNode`,
-//! `printEvent`, `printNamespace`, `printLease`, `printConfigMap`, `printSecret`, `printServiceAccount`, `printDeployment`, `printReplicaSet`, `printJob`) and `k8s.io/apimachinery/pkg/util/duration`
+//! `printEvent`, `printNamespace`, `printLease`, `printConfigMap`, `printSecret`, `printServiceAccount`, `printDeployment`, `printReplicaSet`, `printJob`, `printPodDisruptionBudget`) and `k8s.io/apimachinery/pkg/util/duration`
 //! (AGE). Upstream's API server always prints the *wide* row (`GenerateOptions{Wide: true}`) and
 //! marks the extra columns `priority: 1`; kubectl drops them unless `-o wide`. minik does the same:
 //! [`row`] is the full row the server sends (`as=Table`), computed by pure functions (object +
@@ -14,6 +14,7 @@ pub mod config;
 pub mod duration;
 pub mod jobs;
 pub mod pod;
+pub mod policy;
 pub mod service;
 pub mod workloads;
 
@@ -140,6 +141,13 @@ pub fn columns(kind: &str) -> Vec<Column> {
             ("Images", 1),
             ("Selector", 1),
         ],
+        "PodDisruptionBudget" => &[
+            ("Name", 0),
+            ("Min Available", 0),
+            ("Max Unavailable", 0),
+            ("Allowed Disruptions", 0),
+            ("Age", 0),
+        ],
         _ => &[("Name", 0), ("Age", 0)],
     };
     spec.iter()
@@ -180,6 +188,7 @@ pub fn full_cells(
         "Deployment" => workloads::deployment_row(&typed(object)?, true, now),
         "ReplicaSet" => workloads::replica_set_row(&typed(object)?, true, now),
         "Job" => jobs::job_row(&typed(object)?, true, now),
+        "PodDisruptionBudget" => policy::pdb_row(&typed(object)?, now),
         _ => {
             let created = object
                 .pointer("/metadata/creationTimestamp")

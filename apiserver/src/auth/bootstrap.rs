@@ -103,6 +103,11 @@ fn view_rules() -> Vec<PolicyRule> {
         ),
         rule(READ, &["discovery.k8s.io"], &["endpointslices"]),
         rule(READ, &["events.k8s.io"], &["events"]),
+        rule(
+            READ,
+            &["policy"],
+            &["poddisruptionbudgets", "poddisruptionbudgets/status"],
+        ),
     ]
 }
 
@@ -137,6 +142,7 @@ fn edit_rules() -> Vec<PolicyRule> {
         ],
     ));
     rules.push(rule(WRITE, &["discovery.k8s.io"], &["endpointslices"]));
+    rules.push(rule(WRITE, &["policy"], &["poddisruptionbudgets"]));
     rules
 }
 
@@ -461,6 +467,29 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
             ],
         ),
         role(
+            "system:controller:disruption-controller",
+            vec![
+                rule(
+                    &["get", "list", "watch"],
+                    &["apps"],
+                    &["deployments", "replicasets", "statefulsets"],
+                ),
+                rule(
+                    &["get", "list", "watch"],
+                    &[""],
+                    &["replicationcontrollers"],
+                ),
+                rule(
+                    &["get", "list", "watch"],
+                    &["policy"],
+                    &["poddisruptionbudgets"],
+                ),
+                rule(&["update"], &["policy"], &["poddisruptionbudgets/status"]),
+                rule(&["get"], ALL, &["*/scale"]),
+                events(),
+            ],
+        ),
+        role(
             "system:controller:pod-garbage-collector",
             vec![
                 rule(&["list", "watch", "delete"], &[""], &["pods"]),
@@ -560,6 +589,7 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
         "job-controller",
         "node-controller",
         "pod-garbage-collector",
+        "disruption-controller",
         "generic-garbage-collector",
     ] {
         let user = subject("User", "system:kube-controller-manager");

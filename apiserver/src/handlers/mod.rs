@@ -6,11 +6,12 @@
 //! the method, so every unknown path or verb still gets a proper `Status`.
 //!
 //! Imports point down: the handlers here ([`read`], [`write`](mod@write), [`delete`], [`scale`],
-//! [`token`]), the watch server and
+//! [`token`], [`eviction`]), the watch server and
 //! the log proxy use [`crate::request`], [`crate::store`], [`crate::registry`] and
 //! `crate::storage`, and none of them imports another handler.
 
 pub mod delete;
+pub mod eviction;
 pub mod read;
 pub mod scale;
 pub mod token;
@@ -201,6 +202,9 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
         (&Method::POST, true, Some("token")) if kind == "ServiceAccount" => {
             token::create(state, &request).await
         }
+        (&Method::POST, true, Some("eviction")) if kind == "Pod" => {
+            eviction::evict(state, &request).await
+        }
         (&Method::PUT, true, None) => write::update(state, &request).await,
         (&Method::PUT, true, Some(_)) if status_ok => write::update(state, &request).await,
         (&Method::PATCH, true, None) => write::patch(state, &request).await,
@@ -216,12 +220,12 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
     }
 }
 
-/// The subresources a kind has: `status` for kinds with a status, `binding` and `log` for pods,
+/// The subresources a kind has: `status` for kinds with a status, `binding`, `log` and `eviction` for pods,
 /// `scale` for Deployments and ReplicaSets, `token` (the TokenRequest) for ServiceAccounts.
 fn known_subresource(kind: &str, sub: &str) -> bool {
     match sub {
         "status" => crate::registry::has_status_subresource(kind),
-        "binding" | "log" => kind == "Pod",
+        "binding" | "log" | "eviction" => kind == "Pod",
         "token" => kind == "ServiceAccount",
         "scale" => crate::registry::scale::has_scale_subresource(kind),
         _ => false,

@@ -6,7 +6,7 @@
 //! [`prepare_create`] / [`prepare_update`] here and [`meta`]; the kind-specific parts are
 //! [`pods`] (defaults, validation, immutability, binding), [`serviceaccounts`] (the pod admission
 //! that mounts the account's token), [`services`] (clusterIP allocation),
-//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`configmaps`] and [`secrets`]
+//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`disruption`] (PodDisruptionBudgets), [`configmaps`] and [`secrets`]
 //! (keys, Secret types, `stringData`, `immutable`), [`scale`] (the autoscaling/v1 Scale view),
 //! [`propagation`] (garbage-collection finalizers) and [`deletion`] (graceful delete). Every
 //! object is round-tripped through its typed k8s-openapi struct, so what is stored is exactly
@@ -15,6 +15,7 @@
 
 pub mod configmaps;
 pub mod deletion;
+pub mod disruption;
 pub mod jobs;
 pub mod meta;
 pub mod patch;
@@ -45,7 +46,14 @@ use crate::error::{ApiError, ApiResult};
 pub fn has_status_subresource(kind: &str) -> bool {
     matches!(
         kind,
-        "Pod" | "Service" | "Node" | "Namespace" | "Deployment" | "ReplicaSet" | "Job"
+        "Pod"
+            | "Service"
+            | "Node"
+            | "Namespace"
+            | "Deployment"
+            | "ReplicaSet"
+            | "Job"
+            | "PodDisruptionBudget"
     )
 }
 
@@ -136,6 +144,7 @@ pub fn prepare_create(
         "Job" => jobs::prepare_create(object)?,
         "ConfigMap" => configmaps::prepare_create(object)?,
         "Secret" => secrets::prepare_create(object)?,
+        "PodDisruptionBudget" => disruption::prepare_create(object)?,
         kind => normalize(object, kind)?,
     };
     check_size(&object)?;
@@ -206,6 +215,7 @@ pub fn prepare_update(
         "Job" => jobs::prepare_update(object, old)?,
         "ConfigMap" => configmaps::prepare_update(object, old)?,
         "Secret" => secrets::prepare_update(object, old)?,
+        "PodDisruptionBudget" => disruption::prepare_update(object)?,
         kind => normalize(object, kind)?,
     };
     bump_generation(&mut object, old, info.kind);

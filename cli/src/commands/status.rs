@@ -3,7 +3,8 @@
 //!
 //! Kubernetes counterpart: `minikube status` (whose exit code is a bitmask) and the old
 //! `kubectl get componentstatuses`. minik reads the state file `minik up` writes
-//! (`DATA/minik.state.json`: each component's name, pid, address and log), checks each pid in
+//! (`DATA/minik.state.json`: each component's name, pid, address, log, restarts and last exit),
+//! checks each pid in
 //! `/proc`, and asks the API server's `/readyz`.
 //!
 //! What minik simplifies: the exit code is 0 (all running) or 1 (anything down), not a bitmask.
@@ -39,12 +40,14 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
     let up_alive = is_running(state.pid);
     let ca = std::fs::read(data_dir.join("pki").join("ca.crt")).ok();
     let readyz = up_alive && apiserver_ready(&state.server, ca.as_deref()).await;
-    let rows: Vec<(String, bool, u32, String)> = std::iter::once((
-        "minik up".to_string(),
-        up_alive,
-        state.pid,
-        data_dir.display().to_string(),
-    ))
+    let rows: Vec<Row> = std::iter::once(Row {
+        name: "minik up".to_string(),
+        running: up_alive,
+        pid: state.pid,
+        address: data_dir.display().to_string(),
+        restarts: 0,
+        last_exit: None,
+    })
     .chain(
         state
             .components
@@ -55,22 +58,43 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
     if args.output.as_deref() == Some("json") {
         let json: Vec<_> = rows
             .iter()
-            .map(|(name, running, pid, address)| serde_json::json!({"name": name, "running": running, "pid": pid, "address": address}))
+            .map(|r| serde_json::json!({"name": r.name, "running": r.running, "pid": r.pid, "address": r.address, "restarts": r.restarts, "lastExit": r.last_exit}))
             .collect();
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
-        for (name, running, pid, address) in &rows {
-            let state = if *running { "running" } else { "stopped" };
-            println!("{name:<22} {state:<8} pid {pid:<8} {address}");
+        for r in &rows {
+            let state = if r.running { "running" } else { "stopped" };
+            let restarts = match &r.last_exit {
+                Some(exit) => format!("  restarts {} (last exit: {exit})", r.restarts),
+                None => String::new(),
+            };
+            println!(
+                "{:<22} {state:<8} pid {:<8} {}{restarts}",
+                r.name, r.pid, r.address
+            );
         }
     }
-    let down: Vec<&str> = rows.iter().filter(|r| !r.1).map(|r| r.0.as_str()).collect();
+    let down: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.running)
+        .map(|r| r.name.as_str())
+        .collect();
     anyhow::ensure!(down.is_empty(), "not running: {}", down.join(", "));
     Ok(())
 }
 
+/// One line of the status.
+struct Row {
+    name: String,
+    running: bool,
+    pid: u32,
+    address: String,
+    restarts: u32,
+    last_exit: Option<String>,
+}
+
 /// One line: the apiserver counts as running only if its process lives *and* `/readyz` answers.
-fn row(component: &ComponentState, server: &str, readyz: bool) -> (String, bool, u32, String) {
+fn row(component: &ComponentState, server: &str, readyz: bool) -> Row {
     let alive = is_running(component.pid);
     let (running, address) = if component.name == "apiserver" {
         (
@@ -87,7 +111,14 @@ fn row(component: &ComponentState, server: &str, readyz: bool) -> (String, bool,
             component.address.clone().unwrap_or_else(|| "-".into()),
         )
     };
-    (component.name.clone(), running, component.pid, address)
+    Row {
+        name: component.name.clone(),
+        running,
+        pid: component.pid,
+        address,
+        restarts: component.restarts,
+        last_exit: component.last_exit.clone(),
+    }
 }
 
 /// True if the pid exists and is not a zombie.

@@ -11,6 +11,10 @@
 //! The cluster is secure by default: HTTPS only, a certificate per component, RBAC.
 //! `--insecure` serves plain HTTP with no authentication, for teaching, and says so.
 //!
+//! A component that exits on its own (a crash, `kill -9`) is restarted with a doubling backoff, as
+//! systemd and the kubelet restart a control plane (`cluster/src/restart.rs`); `minik status`
+//! shows its restarts and last exit.
+//!
 //! Stopping drains the pods gracefully (preStop hooks and grace periods run), then stops the
 //! components and reaps every leftover process; a second Ctrl-C stops waiting for the pods.
 //!
@@ -22,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use minik_cluster::{default_data_dir, is_minik_up, pid_file, state_file};
-use minik_cluster::{drain, kubeconfig, Cluster, ClusterConfig, UnexpectedExit};
+use minik_cluster::{drain, kubeconfig, Cluster, ClusterConfig, Supervision};
 
 /// Flags of `minik up`.
 #[derive(clap::Args, Debug, Clone)]
@@ -110,7 +114,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         }
     };
     let state_path = state_file(&data_dir);
-    std::fs::write(&state_path, serde_json::to_vec_pretty(&cluster.state())?)
+    write_state(&state_path, &cluster)
         .with_context(|| format!("writing {}", state_path.display()))?;
     std::fs::write(pid_file(&data_dir), format!("{}\n", std::process::id()))?;
     if let (Some(out), Some(admin)) = (&args.kubeconfig_out, cluster.kubeconfig()) {
@@ -129,7 +133,13 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     loop {
         tokio::select! {
             _ = first.cancelled() => break,
-            Some(exit) = cluster.next_unexpected_exit() => report_unexpected(&exit, &cluster),
+            Some(event) = cluster.supervise() => {
+                report_supervision(&event, &cluster);
+                // `minik status` reads the new pid and the restart count from here.
+                if let Err(err) = write_state(&state_path, &cluster) {
+                    eprintln!(" ! not updating {}: {err:#}", state_path.display());
+                }
+            }
         }
     }
     println!("\nStopping cluster \"minik\" ...");
@@ -137,6 +147,14 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(pid_file(&data_dir));
     let _ = std::fs::remove_file(&state_path);
     println!("Cluster \"minik\" stopped; nothing left running.");
+    Ok(())
+}
+
+/// Writes the state file through a sibling and a rename, so `minik status` never reads half of it.
+fn write_state(path: &Path, cluster: &Cluster) -> anyhow::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&cluster.state())?)?;
+    std::fs::rename(&tmp, path)?;
     Ok(())
 }
 
@@ -207,15 +225,26 @@ fn print_ready(cluster: &Cluster, nodes: u8, context_set: bool) {
     );
 }
 
-/// Says on stderr that a component died on its own.
-fn report_unexpected(exit: &UnexpectedExit, cluster: &Cluster) {
-    let how = exit
-        .status
-        .map(|s| s.to_string())
-        .unwrap_or_else(|| "unknown status".into());
-    eprintln!(" ✗ {} exited unexpectedly ({how})", exit.name);
-    if let Some((log, tail)) = cluster.log_tail(&exit.name, 5) {
-        eprintln!("   see {}:\n{tail}", log.display());
+/// Says on stderr that a component died on its own, and when it is back.
+fn report_supervision(event: &Supervision, cluster: &Cluster) {
+    match event {
+        Supervision::Exited {
+            name,
+            status,
+            restart_in,
+        } => {
+            let how = status.map_or_else(|| "unknown status".into(), |s| s.to_string());
+            eprintln!(" ✗ {name} exited unexpectedly ({how}); restarting in {restart_in:?}");
+            if let Some((log, tail)) = cluster.log_tail(name, 5) {
+                eprintln!("   see {}:\n{tail}", log.display());
+            }
+        }
+        Supervision::Restarted { name, restarts } => {
+            eprintln!(" ✓ Restarted {name} (restarts: {restarts})");
+        }
+        Supervision::RestartFailed { name, error } => {
+            eprintln!(" ✗ could not restart {name}: {error}");
+        }
     }
 }
 
@@ -257,10 +286,13 @@ mod tests {
                 pid: 8,
                 address: None,
                 log: "a.log".into(),
+                restarts: 2,
+                last_exit: Some("signal: 9 (SIGKILL)".into()),
             }],
         };
         let back: ClusterState =
             serde_json::from_slice(&serde_json::to_vec(&state).unwrap()).unwrap();
         assert_eq!(back.components[0].name, "apiserver");
+        assert_eq!(back.components[0].restarts, 2);
     }
 }

@@ -108,6 +108,7 @@ pub fn kubelet_config(
         heartbeat_interval: Duration::from_secs(1),
         backoff_base: Duration::from_millis(200),
         backoff_max: Duration::from_secs(2),
+        pod_pids_limit: minik_kubelet::pids::DEFAULT_POD_PIDS_LIMIT,
     }
 }
 

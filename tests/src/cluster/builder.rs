@@ -30,6 +30,7 @@ pub struct ClusterBuilder {
     pub(crate) endpoint_controller: bool,
     pub(crate) secure: bool,
     pub(crate) controller_manager_args: Vec<String>,
+    pub(crate) pod_pids_limit: Option<i64>,
 }
 
 impl Default for ClusterBuilder {
@@ -45,6 +46,7 @@ impl Default for ClusterBuilder {
             endpoint_controller: true,
             secure: true,
             controller_manager_args: Vec::new(),
+            pod_pids_limit: None,
         }
     }
 }
@@ -90,6 +92,9 @@ impl ClusterBuilder {
     pub fn controller_manager_args(mut self, args: &[&str]) -> Self {
         self.controller_manager_args
             .extend(args.iter().map(|a| a.to_string()));
+    /// The kubelets' `--pod-pids-limit`.
+    pub fn pod_pids_limit(mut self, limit: i64) -> Self {
+        self.pod_pids_limit = Some(limit);
         self
     }
 
@@ -150,6 +155,10 @@ impl ClusterBuilder {
                 .map(String::from)
                 .chain(self.controller_manager_args.iter().cloned())
                 .collect(),
+            kubelet_args: self
+                .pod_pids_limit
+                .map(|n| vec!["--pod-pids-limit".into(), n.to_string()])
+                .unwrap_or_default(),
             progress: false,
             mode: if self.processes {
                 Mode::Processes

@@ -4,7 +4,9 @@
 //! which the kubelet uses for `lifecycle.preStop.exec`, `postStart.exec` and exec probes, always
 //! with a timeout. minik has no namespaces to enter, so "inside" means: the container's exact
 //! environment and working directory, its own process group (so a timeout kills the command and
-//! whatever it started), output captured and truncated to [`MAX_OUTPUT`] bytes.
+//! whatever it started), output captured and truncated to [`MAX_OUTPUT`] bytes. What it started
+//! outside its group (`setsid`) is found by its mark and killed too, also when the exec is
+//! abandoned (`exec_group.rs`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,10 +14,9 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::exec_group::{ExecGroup, EXEC_MARK};
 use crate::cri::ExecResult;
 
 /// Output kept from an exec (stdout, then stderr).
@@ -39,10 +40,12 @@ pub async fn run_exec(
             output: "exec: empty command".into(),
         };
     };
+    let mark = ExecGroup::new_mark();
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .env_clear()
         .envs(env)
+        .env(EXEC_MARK, &mark)
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -65,7 +68,8 @@ pub async fn run_exec(
             };
         }
     };
-    let pgid = child.id().map(|pid| Pid::from_raw(pid as i32));
+    // Dropped with this future: an abandoned exec takes what it started with it.
+    let group = ExecGroup::new(mark, child.id());
     let stdout = Arc::new(Mutex::new(Vec::new()));
     let stderr = Arc::new(Mutex::new(Vec::new()));
     let readers = [
@@ -83,17 +87,13 @@ pub async fn run_exec(
         Ok(Ok(status)) => exit_code_of(status),
         Ok(Err(_)) => 128,
         Err(_elapsed) => {
-            if let Some(pgid) = pgid {
-                let _ = killpg(pgid, Signal::SIGKILL);
-            }
+            group.kill_all();
             let _ = child.wait().await;
             137
         }
     };
-    // Whatever the command left in its group goes too (no orphans), then the pipes close.
-    if let Some(pgid) = pgid {
-        let _ = killpg(pgid, Signal::SIGKILL);
-    }
+    // Whatever the command left behind goes too (no orphans), then the pipes close.
+    group.kill_all();
     for reader in readers.into_iter().flatten() {
         let abort = reader.abort_handle();
         if tokio::time::timeout(DRAIN_GRACE, reader).await.is_err() {

@@ -55,6 +55,7 @@ use exec::run_exec;
 use state::{adopt, record_lost_shim, refresh, same_process, wait_for_exit};
 
 mod exec;
+pub mod exec_group;
 mod state;
 
 /// How long `start_container` waits for the shim's handshake line.
