@@ -17,18 +17,22 @@
 //! - [`table`]: the `meta.k8s.io/v1` Table those cells travel in (k8s-openapi lacks it);
 //! - [`grace`]: which grace period a pod gets, for the API server and the kubelet alike;
 //! - [`workloads`]: defaults and validation of apps/v1 Deployments and ReplicaSets;
-//! - [`jobs`]: defaults, generated selector and validation of batch/v1 Jobs.
+//! - [`jobs`]: defaults, generated selector and validation of batch/v1 Jobs;
+//! - [`replication`]: core/v1 ReplicationControllers, and their view as ReplicaSets;
+//! - [`daemonsets`]: defaults and validation of apps/v1 DaemonSets.
 //!
 //! minik leaves out: more than one version of a kind (so no conversion), protobuf types, apply
 //! configurations and the internal (hub) types upstream converts through.
 //!
 //! Read next: `apiserver/src/lib.rs`, where these objects are stored and served.
 
+pub mod daemonsets;
 pub mod defaults;
 pub mod grace;
 pub mod jobs;
 pub mod key;
 pub mod printers;
+pub mod replication;
 pub mod resource;
 pub mod selector;
 pub mod status;

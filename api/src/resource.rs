@@ -4,7 +4,8 @@
 //! kubectl learns that `po` means pods and that nodes are cluster-scoped. minik serves only the
 //! core/v1 kinds its pipeline needs, plus coordination.k8s.io Leases (node heartbeats) and
 //! discovery.k8s.io EndpointSlices (what `kubectl describe service` reads a Service's endpoints from)
-//! the apps/v1 workloads (Deployments and the ReplicaSets they roll), batch/v1 Jobs, and the
+//! the apps/v1 workloads (Deployments and the ReplicaSets they roll, DaemonSets and their
+//! ControllerRevisions), core/v1 ReplicationControllers, batch/v1 Jobs, and the
 //! rbac.authorization.k8s.io/v1 roles and bindings the authorizer reads.
 
 /// What minik knows about one kind.
@@ -174,6 +175,32 @@ pub const RESOURCES: &[ResourceInfo] = &[
         namespaced: true,
         api_version: "batch/v1",
     },
+    // The later workload controllers (issue 20): ReplicationControllers, DaemonSets and the
+    // ControllerRevisions that record their templates.
+    ResourceInfo {
+        kind: "ReplicationController",
+        plural: "replicationcontrollers",
+        singular: "replicationcontroller",
+        short_names: &["rc"],
+        namespaced: true,
+        api_version: "v1",
+    },
+    ResourceInfo {
+        kind: "DaemonSet",
+        plural: "daemonsets",
+        singular: "daemonset",
+        short_names: &["ds"],
+        namespaced: true,
+        api_version: "apps/v1",
+    },
+    ResourceInfo {
+        kind: "ControllerRevision",
+        plural: "controllerrevisions",
+        singular: "controllerrevision",
+        short_names: &[],
+        namespaced: true,
+        api_version: "apps/v1",
+    },
 ];
 
 /// Finds a kind by any name a user may type: plural, singular, short name or Kind (any case).
@@ -218,6 +245,8 @@ mod tests {
         );
         assert_eq!(lookup("rs").map(|info| info.kind), Some("ReplicaSet"));
         assert!(!lookup("no").unwrap().namespaced);
+        assert_eq!(lookup("rc").map(|info| info.api_version), Some("v1"));
+        assert_eq!(lookup("ds").map(|info| info.kind), Some("DaemonSet"));
     }
 
     #[test]

@@ -100,6 +100,8 @@ fn resource_entry(info: &ResourceInfo) -> Value {
     if matches!(
         info.kind,
         "Pod" | "Service" | "Deployment" | "ReplicaSet" | "Job"
+            // The later workload controllers (issue 20).
+            | "ReplicationController" | "DaemonSet"
     ) {
         entry["categories"] = json!(["all"]);
     }

@@ -105,6 +105,10 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         "RoleBinding" => ignored_by::<RoleBinding>(value),
         "ClusterRoleBinding" => ignored_by::<ClusterRoleBinding>(value),
         "Job" => ignored_by::<minik_api::batch::Job>(value),
+        // The later workload controllers (issue 20).
+        "ReplicationController" => ignored_by::<minik_api::core::ReplicationController>(value),
+        "DaemonSet" => ignored_by::<minik_api::apps::DaemonSet>(value),
+        "ControllerRevision" => ignored_by::<minik_api::apps::ControllerRevision>(value),
         _ => Vec::new(),
     }
 }

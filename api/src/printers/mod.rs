@@ -2,7 +2,8 @@
 //!
 //! Kubernetes counterpart: `pkg/printers/internalversion/printers.go` (`AddHandlers`: the
 //! `TableColumnDefinition`s and `printPod`, `printService`, `printEndpoints`, `printNode`,
-//! `printEvent`, `printNamespace`, `printLease`, `printDeployment`, `printReplicaSet`, `printJob`) and `k8s.io/apimachinery/pkg/util/duration`
+//! `printEvent`, `printNamespace`, `printLease`, `printDeployment`, `printReplicaSet`, `printJob`; the
+//! later controllers' in [`controllers`]) and `k8s.io/apimachinery/pkg/util/duration`
 //! (AGE). Upstream's API server always prints the *wide* row (`GenerateOptions{Wide: true}`) and
 //! marks the extra columns `priority: 1`; kubectl drops them unless `-o wide`. minik does the same:
 //! [`row`] is the full row the server sends (`as=Table`), computed by pure functions (object +
@@ -10,6 +11,7 @@
 //! `describe` reuses a few of the cell functions (`node_roles`, `format_endpoints`, `age`).
 
 pub mod cluster;
+pub mod controllers;
 pub mod duration;
 pub mod jobs;
 pub mod pod;
@@ -51,6 +53,9 @@ const fn col(name: &'static str, priority: i32) -> Column {
 
 /// The columns of a kind, in upstream's order (NAME, AGE for kinds without a printer).
 pub fn columns(kind: &str) -> Vec<Column> {
+    if let Some(spec) = controllers::columns(kind) {
+        return spec.iter().map(|(name, priority)| col(name, *priority)).collect();
+    }
     let spec: &[(&'static str, i32)] = match kind {
         "Pod" => &[
             ("Name", 0),
@@ -161,6 +166,9 @@ pub fn full_cells(
     object: &Value,
     now: Timestamp,
 ) -> Result<Vec<String>, serde_json::Error> {
+    if let Some(cells) = controllers::cells(kind, object, now) {
+        return cells;
+    }
     Ok(match kind {
         "Pod" => pod::pod_row(&typed(object)?, true, now),
         "Service" => service::service_row(&typed(object)?, true, now),

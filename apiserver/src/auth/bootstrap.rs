@@ -430,6 +430,55 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 events(),
             ],
         ),
+        // The later workload controllers (issue 20), as upstream's `controller_policy.go`.
+        role(
+            "system:controller:replication-controller",
+            vec![
+                rule(
+                    &["get", "list", "watch", "update"],
+                    &[""],
+                    &["replicationcontrollers"],
+                ),
+                rule(
+                    &["update", "patch"],
+                    &[""],
+                    &[
+                        "replicationcontrollers/status",
+                        "replicationcontrollers/finalizers",
+                    ],
+                ),
+                rule(
+                    &["list", "watch", "patch", "create", "delete"],
+                    &[""],
+                    &["pods"],
+                ),
+                events(),
+            ],
+        ),
+        role(
+            "system:controller:daemon-set-controller",
+            vec![
+                rule(&["get", "list", "watch"], &["apps"], &["daemonsets"]),
+                rule(
+                    &["update", "patch"],
+                    &["apps"],
+                    &["daemonsets/status", "daemonsets/finalizers"],
+                ),
+                rule(&["list", "watch"], &[""], &["nodes"]),
+                rule(
+                    &["list", "watch", "create", "delete", "patch"],
+                    &[""],
+                    &["pods"],
+                ),
+                rule(&["create"], &[""], &["pods/binding"]),
+                rule(
+                    &["create", "delete", "get", "list", "patch", "update", "watch"],
+                    &["apps"],
+                    &["controllerrevisions"],
+                ),
+                events(),
+            ],
+        ),
         role(
             "system:controller:generic-garbage-collector",
             vec![rule(
@@ -513,6 +562,8 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
         "deployment-controller",
         "replicaset-controller",
         "job-controller",
+        "replication-controller",
+        "daemon-set-controller",
         "generic-garbage-collector",
     ] {
         let user = subject("User", "system:kube-controller-manager");

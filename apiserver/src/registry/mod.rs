@@ -5,12 +5,14 @@
 //! store in `k8s.io/apiserver/pkg/registry/generic/registry/store.go`. minik's generic part is
 //! [`prepare_create`] / [`prepare_update`] here and [`meta`]; the kind-specific parts are
 //! [`pods`] (defaults, validation, immutability, binding), [`services`] (clusterIP allocation),
-//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`scale`] (the autoscaling/v1 Scale view),
+//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`controllers`] (ReplicationControllers
+//! and DaemonSets), [`scale`] (the autoscaling/v1 Scale view),
 //! [`propagation`] (garbage-collection finalizers) and [`deletion`] (graceful delete). Every
 //! object is round-tripped through its typed k8s-openapi struct, so what is stored is exactly
 //! Kubernetes' JSON shape (unknown fields are dropped, as upstream does without
 //! `fieldValidation=Strict`).
 
+pub mod controllers;
 pub mod deletion;
 pub mod jobs;
 pub mod meta;
@@ -24,6 +26,7 @@ pub mod workloads;
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
+use minik_api::apps::ControllerRevision;
 use minik_api::core::{Endpoints, Event, Namespace, Node};
 use minik_api::k8s_openapi::api::coordination::v1::Lease;
 use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -41,6 +44,8 @@ pub fn has_status_subresource(kind: &str) -> bool {
     matches!(
         kind,
         "Pod" | "Service" | "Node" | "Namespace" | "Deployment" | "ReplicaSet" | "Job"
+            // The later workload controllers (issue 20).
+            | "ReplicationController" | "DaemonSet"
     )
 }
 
@@ -81,6 +86,7 @@ fn normalize(value: Value, kind: &str) -> ApiResult<Value> {
         "ClusterRole" => round_trip::<ClusterRole>(value, kind),
         "RoleBinding" => round_trip::<RoleBinding>(value, kind),
         "ClusterRoleBinding" => round_trip::<ClusterRoleBinding>(value, kind),
+        "ControllerRevision" => round_trip::<ControllerRevision>(value, kind),
         "Namespace" => {
             let mut namespace: Namespace = typed(value, kind)?;
             // As upstream's namespace strategy: every namespace carries its name as a label.
@@ -128,6 +134,9 @@ pub fn prepare_create(
         "Deployment" => workloads::prepare_create_deployment(object)?,
         "ReplicaSet" => workloads::prepare_create_replica_set(object)?,
         "Job" => jobs::prepare_create(object)?,
+        // The later workload controllers (issue 20).
+        "ReplicationController" => controllers::prepare_create_replication_controller(object)?,
+        "DaemonSet" => controllers::prepare_create_daemon_set(object)?,
         kind => normalize(object, kind)?,
     };
     check_size(&object)?;
@@ -196,6 +205,9 @@ pub fn prepare_update(
         "Deployment" => workloads::prepare_update_deployment(object, old)?,
         "ReplicaSet" => workloads::prepare_update_replica_set(object, old)?,
         "Job" => jobs::prepare_update(object, old)?,
+        // The later workload controllers (issue 20).
+        "ReplicationController" => controllers::prepare_update_replication_controller(object)?,
+        "DaemonSet" => controllers::prepare_update_daemon_set(object, old)?,
         kind => normalize(object, kind)?,
     };
     bump_generation(&mut object, old, info.kind);
