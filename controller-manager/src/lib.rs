@@ -10,8 +10,9 @@
 //! 2. [`informers`]: one list+watch per kind, fanned out to every controller's event handlers;
 //! 3. [`controller`]: the [`controller::Controller`] trait, and the workers that drain each
 //!    controller's `minik_client::WorkQueue` with per-key rate-limited retries;
-//! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`], [`deployment`],
-//!    [`job`] and [`gc`] (the garbage collector).
+//! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`] (also the
+//!    replication manager, over ReplicationControllers), [`deployment`], [`job`], [`daemonset`] and
+//!    [`gc`] (the garbage collector).
 //!
 //! ```text
 //!  Lease ──► leader? ──► SharedInformers (pods, replicasets, deployments, every kind's metadata)
@@ -26,6 +27,7 @@
 //! Read next: [`deployment::rolling`], the arithmetic of a rolling update.
 
 pub mod controller;
+pub mod daemonset;
 pub mod deployment;
 pub mod expectations;
 pub mod gc;
@@ -189,6 +191,19 @@ pub fn start_controllers(
         ),
         controller::spawn(
             job::JobController::new(informers, client.clone(), job::JobOptions::default()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        // The later workload controllers (issue 20).
+        controller::spawn(
+            replicaset::ReplicaSetController::new_replication_manager(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            daemonset::DaemonSetController::new(informers, client.clone()),
             informers,
             workers,
             shutdown.clone(),

@@ -11,6 +11,7 @@
 
 mod kube_rs; // kube::Api<Pod> and kube::runtime::watcher (list-watch and streaming lists)
 mod kubectl_apply; // apply (client- and server-side), create with protobuf bodies
+mod kubectl_daemonsets; // apply ds/rc, rollout status ds, get ds/rc, scale rc
 mod kubectl_jobs; // create job, wait --for=condition=complete, get jobs, logs job/NAME
 mod kubectl_verbs; // get (plain, wide, yaml, -w), describe, wait, delete, logs
 mod kubectl_workloads; // create deployment, scale, set image/env, rollout …, delete --cascade

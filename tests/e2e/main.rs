@@ -6,6 +6,7 @@
 
 mod cleanup; // nothing left running after a cluster stops
 mod creation; // pods from creation to Running, restarts, init containers, exit codes
+mod daemonsets; // DaemonSets across nodes joining and leaving, ReplicationControllers (issue 20)
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
