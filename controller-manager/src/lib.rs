@@ -92,7 +92,7 @@ impl Default for Config {
 /// Command-line flags of `minik controller-manager`.
 #[derive(Clone, Debug, clap::Parser)]
 #[command(
-    about = "The minik controller manager: ReplicaSets, Deployments, Jobs, garbage collection"
+    about = "The minik controller manager: ReplicaSets, Deployments, Jobs, DaemonSets, ReplicationControllers, garbage collection"
 )]
 pub struct Args {
     /// The apiserver URL.

@@ -1,8 +1,8 @@
 //! DaemonSets and ReplicationControllers with real processes (issue 20): one daemon pod per node
 //! of a three-node cluster, a fourth node joining gets one and a node leaving loses it, a new
 //! template rolled node by node; a ReplicationController scaled through its `scale`
-//! subresource, and the controller manager killed with -9 in the middle of creating a
-//! DaemonSet's pods: the successor ends with exactly one pod per node, never two.
+//! subresource, and the controller manager killed with -9 in the middle of a DaemonSet's rolling
+//! update: the successor ends with exactly one pod per node, never two.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -199,10 +199,11 @@ async fn a_daemon_set_rolls_a_new_template_node_by_node() {
     stop_clean(cluster).await;
 }
 
-/// kill -9 of the controller manager right after a DaemonSet was created: the successor
-/// finishes the job with one pod per node, and no node ever had two.
+/// kill -9 of the controller manager in the middle of a rolling update (the first node has its
+/// new pod, two still run the old one): the successor finishes the update with one pod per node,
+/// and no node ever had two live pods.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn controller_manager_killed_mid_daemon_set_makes_no_duplicate() {
+async fn controller_manager_killed_mid_rollout_makes_no_duplicate() {
     let _machine = crate::support::exclusive().await;
     let mut cluster = Cluster::builder()
         .nodes(3)
@@ -211,13 +212,31 @@ async fn controller_manager_killed_mid_daemon_set_makes_no_duplicate() {
         .start()
         .await
         .expect("cluster");
-    let (peak, sampler) = sample_per_node(&cluster, "crash");
     let api: Api<DaemonSet> = Api::namespaced(cluster.client(), "default");
-    api.create(&daemon_set("crash")).await.expect("create");
-    let some = |pods: &[Pod]| !pods.is_empty();
-    wait_for_all(&cluster.pods(), pods_of("crash"), some, SETTLE)
+    let mut fixture = daemon_set("crash");
+    // Each new pod counts as available 2 s after it is ready: the rollout takes a while.
+    fixture.spec.as_mut().expect("spec").min_ready_seconds = Some(2);
+    api.create(&fixture).await.expect("create");
+    wait_for_all(&cluster.pods(), pods_of("crash"), one_running_per_node(3, "1"), SETTLE)
         .await
-        .expect("a first pod");
+        .expect("version 1 everywhere");
+    // Old pods that are not yet available would all go at once: wait until they are.
+    let available = |ds: &DaemonSet| ds.status.as_ref().is_some_and(|s| s.number_available == Some(3));
+    wait_for(&api, "crash", available, SETTLE).await.expect("version 1 available");
+    let (peak, sampler) = sample_per_node(&cluster, "crash");
+    let patch = json!({"spec": {"template": {"spec": {"containers": [
+        {"name": "agent", "env": [{"name": "VERSION", "value": "2"}]}]}}}});
+    api.patch("crash", &Patch::Strategic(patch)).await.expect("new template");
+    let first_new = |pods: &[Pod]| {
+        let hashes: std::collections::BTreeSet<_> = live(pods)
+            .iter()
+            .filter_map(|p| p.metadata.labels.as_ref()?.get("controller-revision-hash").cloned())
+            .collect();
+        hashes.len() == 2
+    };
+    wait_for_all(&cluster.pods(), pods_of("crash"), first_new, SETTLE)
+        .await
+        .expect("old and new pods side by side");
     cluster
         .kill("controller-manager", Signal::SIGKILL)
         .await
@@ -226,11 +245,11 @@ async fn controller_manager_killed_mid_daemon_set_makes_no_duplicate() {
         .restart("controller-manager")
         .await
         .expect("restart");
-    wait_for_all(&cluster.pods(), pods_of("crash"), one_running_per_node(3, "1"), SETTLE)
+    wait_for_all(&cluster.pods(), pods_of("crash"), one_running_per_node(3, "2"), SETTLE)
         .await
-        .expect("the successor ends with one pod per node");
+        .expect("the successor finishes the rollout");
     sampler.abort();
-    assert_eq!(*peak.lock().unwrap(), 1, "no node ever had two pods");
+    assert_eq!(*peak.lock().unwrap(), 1, "no node ever had two live pods");
     stop_clean(cluster).await;
 }
 
