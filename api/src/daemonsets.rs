@@ -42,7 +42,11 @@ pub fn default_daemon_set(ds: &mut DaemonSet) {
     }
     spec.revision_history_limit.get_or_insert(10);
     default_template(&mut spec.template);
-    let template_labels = spec.template.metadata.as_ref().and_then(|m| m.labels.clone());
+    let template_labels = spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone());
     if ds.metadata.labels.as_ref().is_none_or(BTreeMap::is_empty) {
         ds.metadata.labels = template_labels;
     }

@@ -61,10 +61,18 @@ pub fn validate_replication_controller(rc: &ReplicationController) -> Vec<Status
     }
     let selector = spec.selector.clone().unwrap_or_default();
     if selector.is_empty() {
-        causes.push(cause("spec.selector", "FieldValueRequired", "Required value"));
+        causes.push(cause(
+            "spec.selector",
+            "FieldValueRequired",
+            "Required value",
+        ));
     }
     let Some(template) = &spec.template else {
-        causes.push(cause("spec.template", "FieldValueRequired", "Required value"));
+        causes.push(cause(
+            "spec.template",
+            "FieldValueRequired",
+            "Required value",
+        ));
         return causes;
     };
     let labels = template
@@ -104,7 +112,7 @@ pub fn as_replica_set(rc: &ReplicationController) -> ReplicaSet {
             selector: selector_of(rc),
             template: spec.template,
         }),
-        status: rc.status.as_ref().map(|status| convert(status)),
+        status: rc.status.as_ref().map(convert),
     }
 }
 
@@ -146,7 +154,8 @@ mod tests {
 
     #[test]
     fn a_selector_that_misses_the_template_is_a_422_on_the_labels() {
-        let mut web = rc(json!({"selector": {"app": "api"}, "replicas": -1, "template": template()}));
+        let mut web =
+            rc(json!({"selector": {"app": "api"}, "replicas": -1, "template": template()}));
         default_replication_controller(&mut web);
         let causes = validate_replication_controller(&web);
         let fields: Vec<_> = causes.iter().filter_map(|c| c.field.as_deref()).collect();
@@ -159,8 +168,10 @@ mod tests {
 
     #[test]
     fn as_a_replica_set_the_selector_is_match_labels_and_the_status_carries_over() {
-        let mut web = rc(json!({"selector": {"app": "web"}, "replicas": 3, "template": template()}));
-        web.status = Some(serde_json::from_value(json!({"replicas": 2, "readyReplicas": 1})).unwrap());
+        let mut web =
+            rc(json!({"selector": {"app": "web"}, "replicas": 3, "template": template()}));
+        web.status =
+            Some(serde_json::from_value(json!({"replicas": 2, "readyReplicas": 1})).unwrap());
         let rs = as_replica_set(&web);
         let spec = rs.spec.as_ref().unwrap();
         assert_eq!(spec.replicas, Some(3));

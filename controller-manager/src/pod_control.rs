@@ -55,7 +55,9 @@ pub async fn claim_pods(
                 info!(owner = %ObjectKey::of(owner), pod = name, kind = owner_kind.1, "adopted pod");
                 owned.push(Arc::new(patched));
             }
-            Ok(_) => info!(owner = %ObjectKey::of(owner), pod = name, kind = owner_kind.1, "released pod"),
+            Ok(_) => {
+                info!(owner = %ObjectKey::of(owner), pod = name, kind = owner_kind.1, "released pod")
+            }
             Err(error) if error.is_not_found() => {}
             Err(error) => return Err(error),
         }

@@ -27,8 +27,13 @@ async fn kubectl_rolls_out_a_daemon_set_and_scales_a_replication_controller() {
     let cluster = cluster().await;
     let kubectl = Kubectl::new(binary, cluster.server_url());
     let manifest = kubectl.manifest("ds.yaml", DAEMON_SET);
-    let applied = kubectl.ok(&["apply", "-f", manifest.to_str().unwrap()]).await;
-    assert!(applied.contains("daemonset.apps/agent created"), "{applied}");
+    let applied = kubectl
+        .ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+    assert!(
+        applied.contains("daemonset.apps/agent created"),
+        "{applied}"
+    );
     let rolled = kubectl
         .ok(&["rollout", "status", "ds/agent", "--timeout=90s"])
         .await;
@@ -40,42 +45,90 @@ async fn kubectl_rolls_out_a_daemon_set_and_scales_a_replication_controller() {
     let header = cells(listed.lines().next().unwrap());
     assert_eq!(
         header,
-        ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE", "SELECTOR", "AGE"]
+        [
+            "NAME",
+            "DESIRED",
+            "CURRENT",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "NODE",
+            "SELECTOR",
+            "AGE"
+        ]
     );
     let row = cells(line_of(&listed, "agent").expect("a row for agent"));
-    assert_eq!(row[..7], ["agent", "1", "1", "1", "1", "1", "<none>"], "{listed}");
+    assert_eq!(
+        row[..7],
+        ["agent", "1", "1", "1", "1", "1", "<none>"],
+        "{listed}"
+    );
 
     let manifest = kubectl.manifest("rc.yaml", REPLICATION_CONTROLLER);
-    let applied = kubectl.ok(&["apply", "-f", manifest.to_str().unwrap()]).await;
-    assert!(applied.contains("replicationcontroller/old created"), "{applied}");
+    let applied = kubectl
+        .ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+    assert!(
+        applied.contains("replicationcontroller/old created"),
+        "{applied}"
+    );
     let scaled = kubectl.ok(&["scale", "rc", "old", "--replicas=3"]).await;
-    assert!(scaled.contains("replicationcontroller/old scaled"), "{scaled}");
-    let three_running = |pods: &[Pod]| {
-        pods.len() == 3 && pods.iter().all(minik_tests::wait::pod::is_running)
-    };
+    assert!(
+        scaled.contains("replicationcontroller/old scaled"),
+        "{scaled}"
+    );
+    let three_running =
+        |pods: &[Pod]| pods.len() == 3 && pods.iter().all(minik_tests::wait::pod::is_running);
     let lp = ListParams::default().labels("app=old");
-    wait_for_all(&cluster.pods(), lp.clone(), three_running, Duration::from_secs(90))
-        .await
-        .expect("three pods");
+    wait_for_all(
+        &cluster.pods(),
+        lp.clone(),
+        three_running,
+        Duration::from_secs(90),
+    )
+    .await
+    .expect("three pods");
     let waited = kubectl
-        .ok(&["wait", "--for=jsonpath={.status.readyReplicas}=3", "rc/old", "--timeout=60s"])
+        .ok(&[
+            "wait",
+            "--for=jsonpath={.status.readyReplicas}=3",
+            "rc/old",
+            "--timeout=60s",
+        ])
         .await;
     assert!(waited.contains("condition met"), "{waited}");
     let listed = kubectl.ok(&["get", "rc", "-o", "wide"]).await;
     let header = cells(listed.lines().next().unwrap());
     assert_eq!(
         header,
-        ["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
+        [
+            "NAME",
+            "DESIRED",
+            "CURRENT",
+            "READY",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ]
     );
     let row = cells(line_of(&listed, "old").expect("a row for old"));
     assert_eq!(row[..4], ["old", "3", "3", "3"], "{listed}");
     assert_eq!(row[5..], ["web", "nginx", "app=old"], "{listed}");
 
     let deleted = kubectl.ok(&["delete", "rc", "old"]).await;
-    assert!(deleted.contains("replicationcontroller \"old\" deleted"), "{deleted}");
-    wait_for_all(&cluster.pods(), lp, |pods: &[Pod]| pods.is_empty(), Duration::from_secs(60))
-        .await
-        .expect("kubectl deletes the pods in the background");
+    assert!(
+        deleted.contains("replicationcontroller \"old\" deleted"),
+        "{deleted}"
+    );
+    wait_for_all(
+        &cluster.pods(),
+        lp,
+        |pods: &[Pod]| pods.is_empty(),
+        Duration::from_secs(60),
+    )
+    .await
+    .expect("kubectl deletes the pods in the background");
     kubectl.ok(&["delete", "ds", "agent"]).await;
     stop_clean(cluster).await;
 }

@@ -60,12 +60,17 @@ fn one_running_per_node(nodes: usize, version: &'static str) -> impl Fn(&[Pod]) 
             && pods.len() == nodes
             && per_node.len() == nodes
             && !per_node.contains_key("")
-            && live.iter().all(|p| is_running(p) && env(p).as_deref() == Some(version))
+            && live
+                .iter()
+                .all(|p| is_running(p) && env(p).as_deref() == Some(version))
     }
 }
 
 /// Watches the pods of `app` and records the most live pods seen on any one node.
-fn sample_per_node(cluster: &Cluster, app: &str) -> (Arc<Mutex<usize>>, tokio::task::JoinHandle<()>) {
+fn sample_per_node(
+    cluster: &Cluster,
+    app: &str,
+) -> (Arc<Mutex<usize>>, tokio::task::JoinHandle<()>) {
     let peak = Arc::new(Mutex::new(0));
     let (pods, lp, seen) = (cluster.pods(), pods_of(app), peak.clone());
     let task = tokio::spawn(async move {
@@ -108,23 +113,40 @@ async fn a_daemon_set_follows_nodes_joining_and_leaving() {
         .expect("cluster");
     let api: Api<DaemonSet> = Api::namespaced(cluster.client(), "default");
     api.create(&daemon_set("agent")).await.expect("create");
-    let pods = wait_for_all(&cluster.pods(), pods_of("agent"), one_running_per_node(3, "1"), SETTLE)
-        .await
-        .expect("one pod on each of the three nodes");
-    assert!(pods.iter().all(|p| p.metadata.generate_name.as_deref() == Some("agent-")));
+    let pods = wait_for_all(
+        &cluster.pods(),
+        pods_of("agent"),
+        one_running_per_node(3, "1"),
+        SETTLE,
+    )
+    .await
+    .expect("one pod on each of the three nodes");
+    assert!(pods
+        .iter()
+        .all(|p| p.metadata.generate_name.as_deref() == Some("agent-")));
     let ready = |ds: &DaemonSet| {
         ds.status.as_ref().is_some_and(|s| {
-            (s.desired_number_scheduled, s.current_number_scheduled, s.number_ready)
-                == (3, 3, 3)
+            (
+                s.desired_number_scheduled,
+                s.current_number_scheduled,
+                s.number_ready,
+            ) == (3, 3, 3)
                 && s.updated_number_scheduled == Some(3)
         })
     };
-    wait_for(&api, "agent", ready, SETTLE).await.expect("status 3/3/3");
+    wait_for(&api, "agent", ready, SETTLE)
+        .await
+        .expect("status 3/3/3");
 
     let joined = cluster.add_node().await.expect("a fourth kubelet");
-    let pods = wait_for_all(&cluster.pods(), pods_of("agent"), one_running_per_node(4, "1"), SETTLE)
-        .await
-        .expect("the new node gets a pod");
+    let pods = wait_for_all(
+        &cluster.pods(),
+        pods_of("agent"),
+        one_running_per_node(4, "1"),
+        SETTLE,
+    )
+    .await
+    .expect("the new node gets a pod");
     assert!(pods.iter().any(|p| node(p) == Some(joined.as_str())));
 
     // The node leaves: its kubelet stops and its Node object is deleted.
@@ -145,16 +167,27 @@ async fn a_daemon_set_follows_nodes_joining_and_leaving() {
     wait_for_all(&cluster.pods(), pods_of("agent"), on_joined, SETTLE)
         .await
         .expect("the pod of the node that left is deleted");
-    let three = |ds: &DaemonSet| ds.status.as_ref().is_some_and(|s| s.desired_number_scheduled == 3);
-    wait_for(&api, "agent", three, SETTLE).await.expect("desired back to 3");
+    let three = |ds: &DaemonSet| {
+        ds.status
+            .as_ref()
+            .is_some_and(|s| s.desired_number_scheduled == 3)
+    };
+    wait_for(&api, "agent", three, SETTLE)
+        .await
+        .expect("desired back to 3");
     // Its kubelet comes back to finish the pod off (and re-registers: a pod again).
     cluster
         .restart(&format!("kubelet-{joined}"))
         .await
         .expect("restart the kubelet");
-    wait_for_all(&cluster.pods(), pods_of("agent"), one_running_per_node(4, "1"), SETTLE)
-        .await
-        .expect("the node back, its pod back");
+    wait_for_all(
+        &cluster.pods(),
+        pods_of("agent"),
+        one_running_per_node(4, "1"),
+        SETTLE,
+    )
+    .await
+    .expect("the node back, its pod back");
     stop_clean(cluster).await;
 }
 
@@ -172,27 +205,49 @@ async fn a_daemon_set_rolls_a_new_template_node_by_node() {
         .expect("cluster");
     let api: Api<DaemonSet> = Api::namespaced(cluster.client(), "default");
     api.create(&daemon_set("roll")).await.expect("create");
-    wait_for_all(&cluster.pods(), pods_of("roll"), one_running_per_node(3, "1"), SETTLE)
-        .await
-        .expect("version 1 everywhere");
+    wait_for_all(
+        &cluster.pods(),
+        pods_of("roll"),
+        one_running_per_node(3, "1"),
+        SETTLE,
+    )
+    .await
+    .expect("version 1 everywhere");
     let (peak, sampler) = sample_per_node(&cluster, "roll");
     let patch = json!({"spec": {"template": {"spec": {"containers": [
         {"name": "agent", "env": [{"name": "VERSION", "value": "2"}]}]}}}});
-    api.patch("roll", &Patch::Strategic(patch)).await.expect("new template");
-    wait_for_all(&cluster.pods(), pods_of("roll"), one_running_per_node(3, "2"), SETTLE)
+    api.patch("roll", &Patch::Strategic(patch))
         .await
-        .expect("version 2 everywhere");
+        .expect("new template");
+    wait_for_all(
+        &cluster.pods(),
+        pods_of("roll"),
+        one_running_per_node(3, "2"),
+        SETTLE,
+    )
+    .await
+    .expect("version 2 everywhere");
     let updated = |ds: &DaemonSet| {
-        ds.status.as_ref().is_some_and(|s| {
-            s.updated_number_scheduled == Some(3) && s.number_available == Some(3)
-        })
+        ds.status
+            .as_ref()
+            .is_some_and(|s| s.updated_number_scheduled == Some(3) && s.number_available == Some(3))
     };
-    wait_for(&api, "roll", updated, SETTLE).await.expect("status updated 3");
+    wait_for(&api, "roll", updated, SETTLE)
+        .await
+        .expect("status updated 3");
     sampler.abort();
-    assert_eq!(*peak.lock().unwrap(), 1, "never two live pods for one node without surge");
+    assert_eq!(
+        *peak.lock().unwrap(),
+        1,
+        "never two live pods for one node without surge"
+    );
     let revisions: Api<minik_api::apps::ControllerRevision> =
         Api::namespaced(cluster.client(), "default");
-    let listed = revisions.list(&pods_of("roll")).await.expect("list revisions").items;
+    let listed = revisions
+        .list(&pods_of("roll"))
+        .await
+        .expect("list revisions")
+        .items;
     let mut numbers: Vec<i64> = listed.iter().map(|r| r.revision).collect();
     numbers.sort();
     assert_eq!(numbers, [1, 2], "one revision per template");
@@ -217,20 +272,39 @@ async fn controller_manager_killed_mid_rollout_makes_no_duplicate() {
     // Each new pod counts as available 2 s after it is ready: the rollout takes a while.
     fixture.spec.as_mut().expect("spec").min_ready_seconds = Some(2);
     api.create(&fixture).await.expect("create");
-    wait_for_all(&cluster.pods(), pods_of("crash"), one_running_per_node(3, "1"), SETTLE)
-        .await
-        .expect("version 1 everywhere");
+    wait_for_all(
+        &cluster.pods(),
+        pods_of("crash"),
+        one_running_per_node(3, "1"),
+        SETTLE,
+    )
+    .await
+    .expect("version 1 everywhere");
     // Old pods that are not yet available would all go at once: wait until they are.
-    let available = |ds: &DaemonSet| ds.status.as_ref().is_some_and(|s| s.number_available == Some(3));
-    wait_for(&api, "crash", available, SETTLE).await.expect("version 1 available");
+    let available = |ds: &DaemonSet| {
+        ds.status
+            .as_ref()
+            .is_some_and(|s| s.number_available == Some(3))
+    };
+    wait_for(&api, "crash", available, SETTLE)
+        .await
+        .expect("version 1 available");
     let (peak, sampler) = sample_per_node(&cluster, "crash");
     let patch = json!({"spec": {"template": {"spec": {"containers": [
         {"name": "agent", "env": [{"name": "VERSION", "value": "2"}]}]}}}});
-    api.patch("crash", &Patch::Strategic(patch)).await.expect("new template");
+    api.patch("crash", &Patch::Strategic(patch))
+        .await
+        .expect("new template");
     let first_new = |pods: &[Pod]| {
         let hashes: std::collections::BTreeSet<_> = live(pods)
             .iter()
-            .filter_map(|p| p.metadata.labels.as_ref()?.get("controller-revision-hash").cloned())
+            .filter_map(|p| {
+                p.metadata
+                    .labels
+                    .as_ref()?
+                    .get("controller-revision-hash")
+                    .cloned()
+            })
             .collect();
         hashes.len() == 2
     };
@@ -245,9 +319,14 @@ async fn controller_manager_killed_mid_rollout_makes_no_duplicate() {
         .restart("controller-manager")
         .await
         .expect("restart");
-    wait_for_all(&cluster.pods(), pods_of("crash"), one_running_per_node(3, "2"), SETTLE)
-        .await
-        .expect("the successor finishes the rollout");
+    wait_for_all(
+        &cluster.pods(),
+        pods_of("crash"),
+        one_running_per_node(3, "2"),
+        SETTLE,
+    )
+    .await
+    .expect("the successor finishes the rollout");
     sampler.abort();
     assert_eq!(*peak.lock().unwrap(), 1, "no node ever had two live pods");
     stop_clean(cluster).await;
@@ -269,17 +348,26 @@ async fn a_replication_controller_keeps_and_scales_its_replicas() {
     }))
     .expect("a valid RC");
     api.create(&rc).await.expect("create");
-    let running = |n: usize| {
-        move |pods: &[Pod]| pods.len() == n && pods.iter().all(is_running)
-    };
+    let running = |n: usize| move |pods: &[Pod]| pods.len() == n && pods.iter().all(is_running);
     let pods = wait_for_all(&cluster.pods(), pods_of("old"), running(2), SETTLE)
         .await
         .expect("two pods");
-    let owner = pods[0].metadata.owner_references.clone().unwrap_or_default();
-    assert_eq!((owner[0].api_version.as_str(), owner[0].kind.as_str()), ("v1", "ReplicationController"));
+    let owner = pods[0]
+        .metadata
+        .owner_references
+        .clone()
+        .unwrap_or_default();
+    assert_eq!(
+        (owner[0].api_version.as_str(), owner[0].kind.as_str()),
+        ("v1", "ReplicationController")
+    );
     let scale = Patch::Merge(json!({"spec": {"replicas": 3}}));
     let path = "/api/v1/namespaces/default/replicationcontrollers/old/scale";
-    let scaled = cluster.client().patch_json(path, &scale).await.expect("scale");
+    let scaled = cluster
+        .client()
+        .patch_json(path, &scale)
+        .await
+        .expect("scale");
     assert_eq!(scaled["kind"], "Scale");
     assert_eq!(scaled["status"]["selector"], "app=old");
     wait_for_all(&cluster.pods(), pods_of("old"), running(3), SETTLE)
@@ -292,14 +380,21 @@ async fn a_replication_controller_keeps_and_scales_its_replicas() {
         .await
         .expect("delete a pod");
     let replaced = move |pods: &[Pod]| {
-        running(3)(pods) && pods.iter().all(|p| p.metadata.name.as_deref() != Some(&victim))
+        running(3)(pods)
+            && pods
+                .iter()
+                .all(|p| p.metadata.name.as_deref() != Some(&victim))
     };
     wait_for_all(&cluster.pods(), pods_of("old"), replaced, SETTLE)
         .await
         .expect("the deleted pod replaced");
     let ready = |rc: &ReplicationController| {
-        rc.status.as_ref().is_some_and(|s| s.replicas == 3 && s.ready_replicas == Some(3))
+        rc.status
+            .as_ref()
+            .is_some_and(|s| s.replicas == 3 && s.ready_replicas == Some(3))
     };
-    wait_for(&api, "old", ready, SETTLE).await.expect("status 3 ready");
+    wait_for(&api, "old", ready, SETTLE)
+        .await
+        .expect("status 3 ready");
     stop_clean(cluster).await;
 }

@@ -132,7 +132,10 @@ pub fn controller_revision_row(revision: &ControllerRevision, now: Timestamp) ->
         revision.metadata.name.clone().unwrap_or_default(),
         controller,
         revision.revision.to_string(),
-        age(revision.metadata.creation_timestamp.as_ref().map(|t| t.0), now),
+        age(
+            revision.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            now,
+        ),
     ]
 }
 
@@ -156,7 +159,10 @@ mod tests {
                         "spec": {"replicas": 3, "selector": {"app": "web"}, "template": template()},
                         "status": {"replicas": 2, "readyReplicas": 1}});
         let cells = cells("ReplicationController", &rc, now()).unwrap().unwrap();
-        assert_eq!(cells, ["web", "3", "2", "1", "2m", "web", "nginx", "app=web"]);
+        assert_eq!(
+            cells,
+            ["web", "3", "2", "1", "2m", "web", "nginx", "app=web"]
+        );
     }
 
     #[test]
@@ -181,7 +187,9 @@ mod tests {
                               "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent",
                                                    "uid": "u1", "controller": true}]},
                               "revision": 2});
-        let cells = cells("ControllerRevision", &revision, now()).unwrap().unwrap();
+        let cells = cells("ControllerRevision", &revision, now())
+            .unwrap()
+            .unwrap();
         assert_eq!(cells, ["agent-5d4f", "daemonset.apps/agent", "2", "2m"]);
     }
 }

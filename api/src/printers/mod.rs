@@ -54,7 +54,10 @@ const fn col(name: &'static str, priority: i32) -> Column {
 /// The columns of a kind, in upstream's order (NAME, AGE for kinds without a printer).
 pub fn columns(kind: &str) -> Vec<Column> {
     if let Some(spec) = controllers::columns(kind) {
-        return spec.iter().map(|(name, priority)| col(name, *priority)).collect();
+        return spec
+            .iter()
+            .map(|(name, priority)| col(name, *priority))
+            .collect();
     }
     let spec: &[(&'static str, i32)] = match kind {
         "Pod" => &[

@@ -472,7 +472,9 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 ),
                 rule(&["create"], &[""], &["pods/binding"]),
                 rule(
-                    &["create", "delete", "get", "list", "patch", "update", "watch"],
+                    &[
+                        "create", "delete", "get", "list", "patch", "update", "watch",
+                    ],
                     &["apps"],
                     &["controllerrevisions"],
                 ),

@@ -58,7 +58,10 @@ pub fn default_tolerations(host_network: bool) -> Vec<Toleration> {
         toleration("node.kubernetes.io/unschedulable", "NoSchedule"),
     ];
     if host_network {
-        tolerations.push(toleration("node.kubernetes.io/network-unavailable", "NoSchedule"));
+        tolerations.push(toleration(
+            "node.kubernetes.io/network-unavailable",
+            "NoSchedule",
+        ));
     }
     tolerations
 }
@@ -81,7 +84,11 @@ pub fn daemon_tolerations(ds: &DaemonSet) -> Vec<Toleration> {
 
 /// `NodeShouldRunDaemonPod`: selector and affinity match, every hard taint tolerated.
 pub fn should_run(ds: &DaemonSet, node: &Node) -> bool {
-    let template = ds.spec.as_ref().map(|s| s.template.clone()).unwrap_or_default();
+    let template = ds
+        .spec
+        .as_ref()
+        .map(|s| s.template.clone())
+        .unwrap_or_default();
     let pod = Pod {
         metadata: Default::default(),
         spec: template.spec,
@@ -176,7 +183,9 @@ pub fn plan(
         let node_name = node.metadata.name.clone().unwrap_or_default();
         let pods = by_node.remove(&node_name).unwrap_or_default();
         if !should_run(ds, node) {
-            let live = pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none());
+            let live = pods
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none());
             plan.delete.extend(live.map(|p| name(p)));
             continue;
         }
@@ -189,7 +198,10 @@ pub fn plan(
             new: None,
             old: None,
         };
-        for pod in pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none()) {
+        for pod in pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+        {
             let slot = if is_updated(pod, hash) {
                 &mut state.new
             } else {
@@ -206,7 +218,9 @@ pub fn plan(
     }
     // Pods for nodes that are gone (or were never named) are deleted.
     for pods in by_node.values() {
-        let live = pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none());
+        let live = pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none());
         plan.delete.extend(live.map(|p| name(p)));
     }
     let desired = nodes.iter().filter(|n| should_run(ds, n)).count();
@@ -294,7 +308,11 @@ pub fn status(
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect();
     let by_node = pods_by_node(&live);
-    let min_ready = ds.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0);
+    let min_ready = ds
+        .spec
+        .as_ref()
+        .and_then(|s| s.min_ready_seconds)
+        .unwrap_or(0);
     let previous = ds.status.clone().unwrap_or_default();
     let mut status = DaemonSetStatus {
         observed_generation: ds.metadata.generation,

@@ -23,8 +23,10 @@ fn rolling(unavailable: Value, surge: Value) -> DaemonSet {
 }
 
 fn node(name: &str, spec: Value) -> Node {
-    serde_json::from_value(json!({"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": spec, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}))
+    serde_json::from_value(
+        json!({"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": spec, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+    )
     .unwrap()
 }
 
@@ -41,7 +43,11 @@ fn pod(name: &str, node: &str, hash: &str, created: u8, ready: bool) -> Pod {
 }
 
 fn three_nodes() -> Vec<Node> {
-    vec![node("node-1", json!({})), node("node-2", json!({})), node("node-3", json!({}))]
+    vec![
+        node("node-1", json!({})),
+        node("node-2", json!({})),
+        node("node-3", json!({})),
+    ]
 }
 
 fn refs<T>(items: &[T]) -> Vec<&T> {
@@ -52,15 +58,31 @@ fn refs<T>(items: &[T]) -> Vec<&T> {
 fn untolerated_taints_exclude_a_node_but_a_cordon_does_not() {
     let nodes = vec![
         node("node-1", json!({})),
-        node("node-2", json!({"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]})),
-        node("node-3", json!({"unschedulable": true,
-             "taints": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]})),
+        node(
+            "node-2",
+            json!({"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]}),
+        ),
+        node(
+            "node-3",
+            json!({"unschedulable": true,
+             "taints": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]}),
+        ),
     ];
     let plan = plan(&agent(json!({})), &refs(&nodes), &[], "h1", now());
     assert_eq!(plan.create_on, ["node-1", "node-3"]);
     let mut tolerant = agent(json!({}));
-    tolerant.spec.as_mut().unwrap().template.spec.as_mut().unwrap().tolerations =
-        Some(vec![serde_json::from_value(json!({"key": "dedicated", "operator": "Exists"})).unwrap()]);
+    tolerant
+        .spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .tolerations = Some(vec![serde_json::from_value(
+        json!({"key": "dedicated", "operator": "Exists"}),
+    )
+    .unwrap()]);
     assert_eq!(plan_for(&tolerant, &nodes, &[]).create_on.len(), 3);
 }
 
@@ -71,10 +93,21 @@ fn plan_for(ds: &DaemonSet, nodes: &[Node], pods: &[Pod]) -> Plan {
 #[test]
 fn a_node_selector_limits_the_nodes_and_pods_off_it_are_deleted() {
     let mut nodes = three_nodes();
-    nodes[1].metadata.labels.as_mut().unwrap().insert("disk".into(), "ssd".into());
+    nodes[1]
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .insert("disk".into(), "ssd".into());
     let mut ds = agent(json!({}));
-    ds.spec.as_mut().unwrap().template.spec.as_mut().unwrap().node_selector =
-        Some([("disk".to_string(), "ssd".to_string())].into());
+    ds.spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .node_selector = Some([("disk".to_string(), "ssd".to_string())].into());
     let pods = [pod("a", "node-1", "h1", 1, true)];
     let plan = plan_for(&ds, &nodes, &pods);
     assert_eq!(plan.create_on, ["node-2"]);
@@ -97,7 +130,11 @@ fn extra_and_finished_pods_on_a_node_are_deleted_keeping_the_oldest() {
     let nodes = &three_nodes()[..1];
     let mut failed = pod("failed", "node-1", "h1", 0, false);
     failed.status.as_mut().unwrap().phase = Some("Failed".into());
-    let pods = [pod("young", "node-1", "h1", 5, true), pod("old", "node-1", "h1", 2, true), failed];
+    let pods = [
+        pod("young", "node-1", "h1", 5, true),
+        pod("old", "node-1", "h1", 2, true),
+        failed,
+    ];
     let plan = plan_for(&agent(json!({})), nodes, &pods);
     assert!(plan.create_on.is_empty());
     let mut deleted = plan.delete.clone();
@@ -108,11 +145,19 @@ fn extra_and_finished_pods_on_a_node_are_deleted_keeping_the_oldest() {
 #[test]
 fn a_rolling_update_without_surge_replaces_max_unavailable_nodes_at_a_time() {
     let nodes = three_nodes();
-    let old = [pod("a", "node-1", "h0", 1, true), pod("b", "node-2", "h0", 1, true), pod("c", "node-3", "h0", 1, true)];
+    let old = [
+        pod("a", "node-1", "h0", 1, true),
+        pod("b", "node-2", "h0", 1, true),
+        pod("c", "node-3", "h0", 1, true),
+    ];
     let ds = rolling(json!(1), json!(0));
     assert_eq!(plan_for(&ds, &nodes, &old).delete, ["a"]);
     // node-1's new pod is not ready yet: the budget is spent.
-    let mid = [pod("a2", "node-1", "h1", 9, false), old[1].clone(), old[2].clone()];
+    let mid = [
+        pod("a2", "node-1", "h1", 9, false),
+        old[1].clone(),
+        old[2].clone(),
+    ];
     assert_eq!(plan_for(&ds, &nodes, &mid), Plan::default());
     let wide = rolling(json!("50%"), json!(0));
     assert_eq!(plan_for(&wide, &nodes, &old).delete, ["a", "b"]);
@@ -128,9 +173,16 @@ fn a_rolling_update_without_surge_replaces_max_unavailable_nodes_at_a_time() {
 fn a_rolling_update_with_surge_starts_the_new_pod_before_deleting_the_old() {
     let nodes = three_nodes();
     let ds = rolling(json!(0), json!(1));
-    let old = [pod("a", "node-1", "h0", 1, true), pod("b", "node-2", "h0", 1, true), pod("c", "node-3", "h0", 1, true)];
+    let old = [
+        pod("a", "node-1", "h0", 1, true),
+        pod("b", "node-2", "h0", 1, true),
+        pod("c", "node-3", "h0", 1, true),
+    ];
     let plan = plan_for(&ds, &nodes, &old);
-    assert_eq!((plan.create_on, plan.delete.len()), (vec!["node-1".to_string()], 0));
+    assert_eq!(
+        (plan.create_on, plan.delete.len()),
+        (vec!["node-1".to_string()], 0)
+    );
     let mut surging = old.to_vec();
     surging.push(pod("a2", "node-1", "h1", 9, false));
     assert_eq!(plan_for(&ds, &nodes, &surging), Plan::default());
@@ -142,7 +194,10 @@ fn a_rolling_update_with_surge_starts_the_new_pod_before_deleting_the_old() {
 #[test]
 fn the_status_counts_nodes_by_their_oldest_pod() {
     let nodes = three_nodes();
-    let pods = [pod("a", "node-1", "h1", 1, true), pod("b", "node-2", "h0", 1, false)];
+    let pods = [
+        pod("a", "node-1", "h1", 1, true),
+        pod("b", "node-2", "h0", 1, false),
+    ];
     let status = status(&agent(json!({})), &refs(&nodes), &refs(&pods), "h1", now());
     assert_eq!(status.desired_number_scheduled, 3);
     assert_eq!(status.current_number_scheduled, 2);

@@ -40,7 +40,10 @@ impl DaemonSetController {
         owned.sort_by_key(|r| r.revision);
         let highest = owned.last().map_or(0, |r| r.revision);
         let api: Api<ControllerRevision> = self.api(key);
-        match owned.iter().find(|r| r.metadata.name.as_deref() == Some(&name)) {
+        match owned
+            .iter()
+            .find(|r| r.metadata.name.as_deref() == Some(&name))
+        {
             Some(current) if current.revision < highest => {
                 let body = serde_json::json!({"revision": highest + 1});
                 api.patch(&name, &Patch::Merge(body)).await?;
@@ -75,7 +78,12 @@ impl DaemonSetController {
             .max(0) as usize;
         let live: BTreeSet<&str> = pods
             .iter()
-            .filter_map(|p| p.metadata.labels.as_ref()?.get(CONTROLLER_REVISION_HASH_LABEL))
+            .filter_map(|p| {
+                p.metadata
+                    .labels
+                    .as_ref()?
+                    .get(CONTROLLER_REVISION_HASH_LABEL)
+            })
             .map(String::as_str)
             .collect();
         let unused: Vec<&ControllerRevision> = owned
@@ -83,7 +91,11 @@ impl DaemonSetController {
             .map(|r| &**r)
             .filter(|r| r.metadata.name.as_deref() != Some(current))
             .filter(|r| {
-                let hash = r.metadata.labels.as_ref().and_then(|l| l.get(CONTROLLER_REVISION_HASH_LABEL));
+                let hash = r
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(CONTROLLER_REVISION_HASH_LABEL));
                 hash.is_none_or(|h| !live.contains(h.as_str()))
             })
             .collect();

@@ -134,7 +134,11 @@ impl DaemonSetController {
                 .await?;
             debug!(ds = %key, desired = status.desired_number_scheduled, ready = status.number_ready, "updated status");
         }
-        let min_ready = ds.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0);
+        let min_ready = ds
+            .spec
+            .as_ref()
+            .and_then(|s| s.min_ready_seconds)
+            .unwrap_or(0);
         if min_ready > 0 && status.number_available != Some(status.number_ready) {
             self.queue
                 .add_after(key.clone(), Duration::from_secs(min_ready as u64 + 1));
@@ -155,7 +159,10 @@ impl DaemonSetController {
             let victims: Vec<&Pod> = pods
                 .iter()
                 .copied()
-                .filter(|pod| plan.delete.contains(pod.metadata.name.as_ref().unwrap_or(&String::new())))
+                .filter(|pod| {
+                    plan.delete
+                        .contains(pod.metadata.name.as_ref().unwrap_or(&String::new()))
+                })
                 .collect();
             info!(ds = %key, pods = ?plan.delete, "deleting daemon pods");
             return pod_control::delete_pods(&self.client, &self.expectations, key, &victims).await;
@@ -164,7 +171,8 @@ impl DaemonSetController {
             return Ok(());
         }
         info!(ds = %key, nodes = ?plan.create_on, "creating daemon pods");
-        self.expectations.expect_creations(key, plan.create_on.len());
+        self.expectations
+            .expect_creations(key, plan.create_on.len());
         let api = self.api::<Pod>(key);
         let creates = plan.create_on.iter().map(|node| {
             let pod = pods::new_pod(ds, node, hash);

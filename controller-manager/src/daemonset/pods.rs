@@ -47,7 +47,11 @@ pub fn template_hash(ds: &DaemonSet) -> String {
 /// the template's labels plus the revision hash and template generation, the default daemon
 /// tolerations, and the controller reference.
 pub fn new_pod(ds: &DaemonSet, node: &str, hash: &str) -> Pod {
-    let template = ds.spec.as_ref().map(|s| s.template.clone()).unwrap_or_default();
+    let template = ds
+        .spec
+        .as_ref()
+        .map(|s| s.template.clone())
+        .unwrap_or_default();
     let template_meta = template.metadata.unwrap_or_default();
     let mut labels = template_meta.labels.unwrap_or_default();
     labels.insert(CONTROLLER_REVISION_HASH_LABEL.into(), hash.into());
@@ -59,7 +63,10 @@ pub fn new_pod(ds: &DaemonSet, node: &str, hash: &str) -> Pod {
     spec.affinity = Some(node_name_affinity(spec.affinity.take(), node));
     Pod {
         metadata: ObjectMeta {
-            generate_name: Some(format!("{}-", ds.metadata.name.as_deref().unwrap_or_default())),
+            generate_name: Some(format!(
+                "{}-",
+                ds.metadata.name.as_deref().unwrap_or_default()
+            )),
             namespace: ds.metadata.namespace.clone(),
             labels: Some(labels),
             annotations: template_meta.annotations,
@@ -75,7 +82,9 @@ pub fn new_pod(ds: &DaemonSet, node: &str, hash: &str) -> Pod {
 /// `metadata.name In [node]` (the controller already checked the template's own terms).
 fn node_name_affinity(affinity: Option<Affinity>, node: &str) -> Affinity {
     let mut affinity = affinity.unwrap_or_default();
-    let node_affinity = affinity.node_affinity.get_or_insert_with(NodeAffinity::default);
+    let node_affinity = affinity
+        .node_affinity
+        .get_or_insert_with(NodeAffinity::default);
     node_affinity.required_during_scheduling_ignored_during_execution = Some(NodeSelector {
         node_selector_terms: vec![NodeSelectorTerm {
             match_fields: Some(vec![NodeSelectorRequirement {
@@ -111,7 +120,9 @@ pub fn new_revision(ds: &DaemonSet, hash: &str, revision: i64) -> ControllerRevi
             owner_references: Some(vec![controller_ref("apps/v1", "DaemonSet", &ds.metadata)]),
             ..ObjectMeta::default()
         },
-        data: Some(RawExtension(serde_json::json!({"spec": {"template": template}}))),
+        data: Some(RawExtension(
+            serde_json::json!({"spec": {"template": template}}),
+        )),
         revision,
     }
 }
@@ -132,7 +143,10 @@ mod tests {
 
     #[test]
     fn the_hash_follows_the_template_and_uses_the_safe_alphabet() {
-        let (one, two) = (template_hash(&agent("nginx:1")), template_hash(&agent("nginx:2")));
+        let (one, two) = (
+            template_hash(&agent("nginx:1")),
+            template_hash(&agent("nginx:2")),
+        );
         assert_ne!(one, two);
         assert_eq!(one, template_hash(&agent("nginx:1")));
         assert!(one.bytes().all(|b| SAFE_ALPHABET.contains(&b)), "{one}");
@@ -143,17 +157,29 @@ mod tests {
         let pod = new_pod(&agent("nginx"), "node-2", "abc");
         let value = serde_json::to_value(&pod).unwrap();
         assert_eq!(value["metadata"]["generateName"], "agent-");
-        assert_eq!(value["metadata"]["labels"]["controller-revision-hash"], "abc");
-        assert_eq!(value["metadata"]["labels"]["pod-template-generation"], "2");
-        assert!(value["spec"].get("nodeName").is_none(), "the scheduler binds");
         assert_eq!(
-            value["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"],
+            value["metadata"]["labels"]["controller-revision-hash"],
+            "abc"
+        );
+        assert_eq!(value["metadata"]["labels"]["pod-template-generation"], "2");
+        assert!(
+            value["spec"].get("nodeName").is_none(),
+            "the scheduler binds"
+        );
+        assert_eq!(
+            value["spec"]["affinity"]["nodeAffinity"]
+                ["requiredDuringSchedulingIgnoredDuringExecution"],
             json!({"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-2"]}]}]})
         );
         let tolerations = value["spec"]["tolerations"].as_array().unwrap();
-        assert!(tolerations.contains(&json!({"key": "node.kubernetes.io/unschedulable",
-                                              "operator": "Exists", "effect": "NoSchedule"})));
-        assert_eq!(super::super::decide::target_node(&pod).as_deref(), Some("node-2"));
+        assert!(
+            tolerations.contains(&json!({"key": "node.kubernetes.io/unschedulable",
+                                              "operator": "Exists", "effect": "NoSchedule"}))
+        );
+        assert_eq!(
+            super::super::decide::target_node(&pod).as_deref(),
+            Some("node-2")
+        );
     }
 
     #[test]
