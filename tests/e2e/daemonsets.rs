@@ -1,15 +1,14 @@
-//! DaemonSets and ReplicationControllers with real processes (issue 20): one daemon pod per node
-//! of a three-node cluster, a fourth node joining gets one and a node leaving loses it, a new
-//! template rolled node by node; a ReplicationController scaled through its `scale`
-//! subresource, and the controller manager killed with -9 in the middle of a DaemonSet's rolling
-//! update: the successor ends with exactly one pod per node, never two.
+//! DaemonSets with real processes (issue 20): one daemon pod per node of a three-node cluster, a
+//! fourth node joining gets one and a node leaving loses it, a new template rolled node by node,
+//! and the controller manager killed with -9 in the middle of that rolling update: the successor
+//! ends with exactly one pod per node, never two.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use minik_api::apps::DaemonSet;
-use minik_api::core::{Pod, ReplicationController};
+use minik_api::core::Pod;
 use minik_client::{Api, DeleteParams, ListParams, Patch};
 use minik_tests::wait::{pod::is_running, pod::node, wait_for, wait_for_all};
 use minik_tests::Cluster;
@@ -19,7 +18,7 @@ use serde_json::json;
 use crate::support::stop_clean;
 
 /// Bound for pods to start or go on a loaded 2-core machine.
-const SETTLE: Duration = Duration::from_secs(90);
+pub const SETTLE: Duration = Duration::from_secs(90);
 
 fn daemon_set(name: &str) -> DaemonSet {
     serde_json::from_value(json!({
@@ -34,7 +33,7 @@ fn daemon_set(name: &str) -> DaemonSet {
     .expect("a valid DaemonSet")
 }
 
-fn pods_of(app: &str) -> ListParams {
+pub fn pods_of(app: &str) -> ListParams {
     ListParams::default().labels(&format!("app={app}"))
 }
 
@@ -329,72 +328,5 @@ async fn controller_manager_killed_mid_rollout_makes_no_duplicate() {
     .expect("the successor finishes the rollout");
     sampler.abort();
     assert_eq!(*peak.lock().unwrap(), 1, "no node ever had two live pods");
-    stop_clean(cluster).await;
-}
-
-/// A ReplicationController keeps its replicas, its pods carry a `v1` controller reference, and
-/// its `scale` subresource scales it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_replication_controller_keeps_and_scales_its_replicas() {
-    let _machine = crate::support::exclusive().await;
-    let cluster = crate::support::one_node().await;
-    let api: Api<ReplicationController> = Api::namespaced(cluster.client(), "default");
-    let rc: ReplicationController = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "ReplicationController",
-        "metadata": {"name": "old", "namespace": "default"},
-        "spec": {"replicas": 2, "template": {"metadata": {"labels": {"app": "old"}},
-                 "spec": {"terminationGracePeriodSeconds": 1,
-                          "containers": [{"name": "web", "image": "minik/web"}]}}}
-    }))
-    .expect("a valid RC");
-    api.create(&rc).await.expect("create");
-    let running = |n: usize| move |pods: &[Pod]| pods.len() == n && pods.iter().all(is_running);
-    let pods = wait_for_all(&cluster.pods(), pods_of("old"), running(2), SETTLE)
-        .await
-        .expect("two pods");
-    let owner = pods[0]
-        .metadata
-        .owner_references
-        .clone()
-        .unwrap_or_default();
-    assert_eq!(
-        (owner[0].api_version.as_str(), owner[0].kind.as_str()),
-        ("v1", "ReplicationController")
-    );
-    let scale = Patch::Merge(json!({"spec": {"replicas": 3}}));
-    let path = "/api/v1/namespaces/default/replicationcontrollers/old/scale";
-    let scaled = cluster
-        .client()
-        .patch_json(path, &scale)
-        .await
-        .expect("scale");
-    assert_eq!(scaled["kind"], "Scale");
-    assert_eq!(scaled["status"]["selector"], "app=old");
-    wait_for_all(&cluster.pods(), pods_of("old"), running(3), SETTLE)
-        .await
-        .expect("three pods");
-    let victim = pods[0].metadata.name.clone().unwrap_or_default();
-    cluster
-        .pods()
-        .delete(&victim, &DeleteParams::default())
-        .await
-        .expect("delete a pod");
-    let replaced = move |pods: &[Pod]| {
-        running(3)(pods)
-            && pods
-                .iter()
-                .all(|p| p.metadata.name.as_deref() != Some(&victim))
-    };
-    wait_for_all(&cluster.pods(), pods_of("old"), replaced, SETTLE)
-        .await
-        .expect("the deleted pod replaced");
-    let ready = |rc: &ReplicationController| {
-        rc.status
-            .as_ref()
-            .is_some_and(|s| s.replicas == 3 && s.ready_replicas == Some(3))
-    };
-    wait_for(&api, "old", ready, SETTLE)
-        .await
-        .expect("status 3 ready");
     stop_clean(cluster).await;
 }

@@ -6,9 +6,10 @@
 
 mod cleanup; // nothing left running after a cluster stops
 mod creation; // pods from creation to Running, restarts, init containers, exit codes
-mod daemonsets; // DaemonSets across nodes joining and leaving, ReplicationControllers (issue 20)
+mod daemonsets; // DaemonSets across nodes joining and leaving, a rollout, kill -9 mid-rollout
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
+mod replication; // ReplicationControllers: replicas kept, the scale subresource
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
 mod rollout; // seed 002's rolling update, sampled on a watch
 mod scheduling; // unschedulable pods, spreading over nodes

@@ -17,14 +17,13 @@
 //! - RollingUpdate without surge deletes old pods while fewer than `maxUnavailable` nodes lack an
 //!   available pod (an old pod that is not available goes at once); with surge it starts the new
 //!   pod beside the old one on up to `maxSurge` nodes and deletes the old one once the new one is
-//!   available. OnDelete replaces nothing.
+//!   available ([`super::rolling`]). OnDelete replaces nothing.
 //!
 //! minik simplifies: no failed-pod backoff, no hash-collision counter.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetStatus};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use minik_api::core::{Node, Pod, Toleration};
 use minik_api::daemonsets::CONTROLLER_REVISION_HASH_LABEL;
 use minik_scheduler::algorithm::{matches_node_selector_and_affinity, untolerated_taint};
@@ -141,7 +140,7 @@ pub fn pods_by_node<'a>(pods: &[&'a Pod]) -> BTreeMap<String, Vec<&'a Pod>> {
     by_node
 }
 
-fn name(pod: &Pod) -> String {
+pub(super) fn name(pod: &Pod) -> String {
     pod.metadata.name.clone().unwrap_or_default()
 }
 
@@ -161,10 +160,10 @@ fn is_updated(pod: &Pod, hash: &str) -> bool {
 }
 
 /// One node's daemon pods, once terminal and terminating ones are set aside.
-struct NodeState<'a> {
-    node: String,
-    new: Option<&'a Pod>,
-    old: Option<&'a Pod>,
+pub(super) struct NodeState<'a> {
+    pub(super) node: String,
+    pub(super) new: Option<&'a Pod>,
+    pub(super) old: Option<&'a Pod>,
 }
 
 /// `manage` and `rollingUpdate` together: what to create and delete so every eligible node runs
@@ -224,73 +223,8 @@ pub fn plan(
         plan.delete.extend(live.map(|p| name(p)));
     }
     let desired = nodes.iter().filter(|n| should_run(ds, n)).count();
-    rolling_update(ds, &running, desired, now, &mut plan);
+    super::rolling::rolling_update(ds, &running, desired, now, &mut plan);
     plan
-}
-
-/// The update strategy's part of the plan (`rollingUpdate`); OnDelete replaces nothing.
-fn rolling_update(
-    ds: &DaemonSet,
-    nodes: &[NodeState],
-    desired: usize,
-    now: jiff::Timestamp,
-    plan: &mut Plan,
-) {
-    let spec = ds.spec.clone().unwrap_or_default();
-    let strategy = spec.update_strategy.unwrap_or_default();
-    let min_ready = spec.min_ready_seconds.unwrap_or(0);
-    let available = |pod: &Pod| is_available(pod, min_ready, now);
-    if strategy.type_.as_deref() == Some("OnDelete") {
-        return;
-    }
-    let rolling = strategy.rolling_update.unwrap_or_default();
-    let max_surge = scaled(rolling.max_surge.as_ref(), desired, 0);
-    let max_unavailable = scaled(rolling.max_unavailable.as_ref(), desired, 1);
-    if max_surge == 0 {
-        let mut unavailable = 0;
-        let mut candidates = Vec::new();
-        for state in nodes {
-            match (state.new, state.old) {
-                (Some(new), Some(old)) => {
-                    // Both exist (a surge that was turned off): keep the new one.
-                    plan.delete.push(name(old));
-                    unavailable += usize::from(!available(new));
-                }
-                (Some(new), None) => unavailable += usize::from(!available(new)),
-                (None, Some(old)) if !available(old) => plan.delete.push(name(old)),
-                (None, Some(old)) => candidates.push(name(old)),
-                (None, None) => unavailable += 1,
-            }
-        }
-        let budget = max_unavailable.saturating_sub(unavailable);
-        plan.delete.extend(candidates.into_iter().take(budget));
-        return;
-    }
-    let mut surging = 0;
-    let mut candidates = Vec::new();
-    for state in nodes {
-        match (state.new, state.old) {
-            (Some(new), Some(old)) if available(new) => plan.delete.push(name(old)),
-            (Some(_), Some(_)) => surging += 1,
-            (None, Some(old)) if !available(old) => plan.create_on.push(state.node.clone()),
-            (None, Some(_)) => candidates.push(state.node.clone()),
-            _ => {}
-        }
-    }
-    let budget = max_surge.saturating_sub(surging);
-    plan.create_on.extend(candidates.into_iter().take(budget));
-}
-
-/// An int-or-percent of `total`, percentages rounded up (`GetScaledValueFromIntOrPercent`).
-fn scaled(value: Option<&IntOrString>, total: usize, default: usize) -> usize {
-    match value {
-        None => default,
-        Some(IntOrString::Int(n)) => (*n).max(0) as usize,
-        Some(IntOrString::String(text)) => {
-            let percent: usize = text.trim_end_matches('%').parse().unwrap_or(0);
-            (percent * total).div_ceil(100)
-        }
-    }
 }
 
 /// `updateDaemonSetStatus`: per eligible node its oldest live pod counts (scheduled, ready,

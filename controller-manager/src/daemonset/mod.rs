@@ -22,6 +22,7 @@
 pub mod decide;
 mod history;
 pub mod pods;
+mod rolling;
 
 use std::sync::Arc;
 use std::time::Duration;
