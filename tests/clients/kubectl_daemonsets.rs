@@ -1,5 +1,5 @@
 //! kubectl 1.32, unmodified, driving DaemonSets and ReplicationControllers (issue 20):
-//! `apply -f` of each, `rollout status ds/NAME`, `get ds` and `get rc` (their columns as kubectl
+//! `apply -f` of each, `rollout status ds/NAME`, `describe ds`, `get all`, `get ds` and `get rc` (their columns as kubectl
 //! prints them, short names `ds` and `rc`), `scale rc --replicas` (the `scale` subresource), and
 //! `delete` taking the pods along.
 
@@ -63,6 +63,18 @@ async fn kubectl_rolls_out_a_daemon_set_and_scales_a_replication_controller() {
         ["agent", "1", "1", "1", "1", "1", "<none>"],
         "{listed}"
     );
+
+    let described = kubectl.ok(&["describe", "ds", "agent"]).await;
+    assert!(
+        described.contains("Desired Number of Nodes Scheduled: 1"),
+        "{described}"
+    );
+    assert!(
+        described.contains("1 Running / 0 Waiting / 0 Succeeded / 0 Failed"),
+        "{described}"
+    );
+    let all = kubectl.ok(&["get", "all"]).await;
+    assert!(all.contains("daemonset.apps/agent"), "{all}");
 
     let manifest = kubectl.manifest("rc.yaml", REPLICATION_CONTROLLER);
     let applied = kubectl
