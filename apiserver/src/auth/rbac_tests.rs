@@ -262,12 +262,32 @@ fn the_controller_manager_may_run_daemon_sets_and_replication_controllers() {
     let policy = policy();
     let kcm = user("system:kube-controller-manager", &[AUTH]);
     let cases = [
-        ("PATCH", "/apis/apps/v1/namespaces/default/daemonsets/agent/status", true),
-        ("POST", "/apis/apps/v1/namespaces/default/controllerrevisions", true),
-        ("DELETE", "/apis/apps/v1/namespaces/default/controllerrevisions/agent-1", true),
-        ("PATCH", "/api/v1/namespaces/default/replicationcontrollers/old/status", true),
+        (
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/daemonsets/agent/status",
+            true,
+        ),
+        (
+            "POST",
+            "/apis/apps/v1/namespaces/default/controllerrevisions",
+            true,
+        ),
+        (
+            "DELETE",
+            "/apis/apps/v1/namespaces/default/controllerrevisions/agent-1",
+            true,
+        ),
+        (
+            "PATCH",
+            "/api/v1/namespaces/default/replicationcontrollers/old/status",
+            true,
+        ),
         ("PATCH", "/api/v1/namespaces/default/pods/agent-x", true),
-        ("DELETE", "/apis/apps/v1/namespaces/default/daemonsets/agent", true),
+        (
+            "DELETE",
+            "/apis/apps/v1/namespaces/default/daemonsets/agent",
+            true,
+        ),
         ("POST", "/apis/apps/v1/namespaces/default/daemonsets", false),
     ];
     for (method, path, allowed) in cases {
