@@ -19,7 +19,8 @@
 //! - [`workloads`]: defaults and validation of apps/v1 Deployments and ReplicaSets;
 //! - [`jobs`]: defaults, generated selector and validation of batch/v1 Jobs;
 //! - [`replication`]: core/v1 ReplicationControllers, and their view as ReplicaSets;
-//! - [`daemonsets`]: defaults and validation of apps/v1 DaemonSets.
+//! - [`daemonsets`]: defaults and validation of apps/v1 DaemonSets;
+//! - [`cron`]: cron schedules parsed, and the next time they fire (for CronJobs).
 //!
 //! minik leaves out: more than one version of a kind (so no conversion), protobuf types, apply
 //! configurations and the internal (hub) types upstream converts through.
@@ -27,6 +28,7 @@
 //! Read next: `apiserver/src/lib.rs`, where these objects are stored and served.
 
 pub mod daemonsets;
+pub mod cron;
 pub mod defaults;
 pub mod grace;
 pub mod jobs;
