@@ -20,7 +20,8 @@
 //! - [`jobs`]: defaults, generated selector and validation of batch/v1 Jobs;
 //! - [`replication`]: core/v1 ReplicationControllers, and their view as ReplicaSets;
 //! - [`daemonsets`]: defaults and validation of apps/v1 DaemonSets;
-//! - [`cron`]: cron schedules parsed, and the next time they fire (for CronJobs).
+//! - [`cron`]: cron schedules parsed, and the next time they fire;
+//! - [`cronjobs`]: defaults and validation of batch/v1 CronJobs.
 //!
 //! minik leaves out: more than one version of a kind (so no conversion), protobuf types, apply
 //! configurations and the internal (hub) types upstream converts through.
@@ -29,6 +30,7 @@
 
 pub mod daemonsets;
 pub mod cron;
+pub mod cronjobs;
 pub mod defaults;
 pub mod grace;
 pub mod jobs;

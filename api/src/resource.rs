@@ -5,7 +5,7 @@
 //! core/v1 kinds its pipeline needs, plus coordination.k8s.io Leases (node heartbeats) and
 //! discovery.k8s.io EndpointSlices (what `kubectl describe service` reads a Service's endpoints from)
 //! the apps/v1 workloads (Deployments and the ReplicaSets they roll, DaemonSets and their
-//! ControllerRevisions), core/v1 ReplicationControllers, batch/v1 Jobs, and the
+//! ControllerRevisions), core/v1 ReplicationControllers, batch/v1 Jobs and CronJobs, and the
 //! rbac.authorization.k8s.io/v1 roles and bindings the authorizer reads.
 
 /// What minik knows about one kind.
@@ -176,7 +176,7 @@ pub const RESOURCES: &[ResourceInfo] = &[
         api_version: "batch/v1",
     },
     // The later workload controllers (issue 20): ReplicationControllers, DaemonSets and the
-    // ControllerRevisions that record their templates.
+    // ControllerRevisions that record their templates, CronJobs.
     ResourceInfo {
         kind: "ReplicationController",
         plural: "replicationcontrollers",
@@ -192,6 +192,14 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &["ds"],
         namespaced: true,
         api_version: "apps/v1",
+    },
+    ResourceInfo {
+        kind: "CronJob",
+        plural: "cronjobs",
+        singular: "cronjob",
+        short_names: &["cj"],
+        namespaced: true,
+        api_version: "batch/v1",
     },
     ResourceInfo {
         kind: "ControllerRevision",

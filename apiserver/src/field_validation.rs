@@ -109,6 +109,7 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         "ReplicationController" => ignored_by::<minik_api::core::ReplicationController>(value),
         "DaemonSet" => ignored_by::<minik_api::apps::DaemonSet>(value),
         "ControllerRevision" => ignored_by::<minik_api::apps::ControllerRevision>(value),
+        "CronJob" => ignored_by::<minik_api::batch::CronJob>(value),
         _ => Vec::new(),
     }
 }

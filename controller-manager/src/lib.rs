@@ -11,8 +11,8 @@
 //! 3. [`controller`]: the [`controller::Controller`] trait, and the workers that drain each
 //!    controller's `minik_client::WorkQueue` with per-key rate-limited retries;
 //! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`] (also the
-//!    replication manager, over ReplicationControllers), [`deployment`], [`job`], [`daemonset`] and
-//!    [`gc`] (the garbage collector).
+//!    replication manager, over ReplicationControllers), [`deployment`], [`job`], [`daemonset`],
+//!    [`cronjob`] and [`gc`] (the garbage collector).
 //!
 //! ```text
 //!  Lease ──► leader? ──► SharedInformers (pods, replicasets, deployments, every kind's metadata)
@@ -27,6 +27,7 @@
 //! Read next: [`deployment::rolling`], the arithmetic of a rolling update.
 
 pub mod controller;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod expectations;
@@ -76,6 +77,8 @@ pub struct Config {
     pub workers: usize,
     /// Leader election on the `kube-system/kube-controller-manager` Lease.
     pub leader_election: LeaderElectionConfig,
+    /// How far ahead of the real clock the CronJob controller runs (tests drive schedules so).
+    pub cronjob_clock_offset: Duration,
 }
 
 impl Default for Config {
@@ -85,6 +88,7 @@ impl Default for Config {
             kubeconfig: None,
             workers: 5,
             leader_election: LeaderElectionConfig::default(),
+            cronjob_clock_offset: Duration::ZERO,
         }
     }
 }
@@ -92,7 +96,7 @@ impl Default for Config {
 /// Command-line flags of `minik controller-manager`.
 #[derive(Clone, Debug, clap::Parser)]
 #[command(
-    about = "The minik controller manager: ReplicaSets, Deployments, Jobs, DaemonSets, ReplicationControllers, garbage collection"
+    about = "The minik controller manager: ReplicaSets, Deployments, Jobs, CronJobs, DaemonSets, ReplicationControllers, garbage collection"
 )]
 pub struct Args {
     /// The apiserver URL.
@@ -113,6 +117,9 @@ pub struct Args {
     /// How often candidates try to acquire or renew (`--leader-elect-retry-period`).
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub leader_elect_retry_period: Duration,
+    /// Runs the CronJob controller's clock this far ahead (`90m`), to test schedules.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub cronjob_clock_offset: Duration,
 }
 
 fn parse_duration(text: &str) -> std::result::Result<Duration, humantime::DurationError> {
@@ -132,6 +139,7 @@ impl Args {
                 retry_period: self.leader_elect_retry_period,
                 ..LeaderElectionConfig::default()
             },
+            cronjob_clock_offset: self.cronjob_clock_offset,
         }
     }
 }
@@ -145,15 +153,23 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         client,
         config.leader_election,
         shutdown,
-        move |leading: CancellationToken| run_controllers(leading_client, workers, leading),
+        move |leading: CancellationToken| {
+            let cronjob = cronjob::CronJobOptions::with_offset(config.cronjob_clock_offset);
+            run_controllers(leading_client, workers, cronjob, leading)
+        },
     )
     .await
 }
 
 /// What a leader runs: the shared informers and every controller, until `shutdown`.
-async fn run_controllers(client: Client, workers: usize, shutdown: CancellationToken) {
+async fn run_controllers(
+    client: Client,
+    workers: usize,
+    cronjob: cronjob::CronJobOptions,
+    shutdown: CancellationToken,
+) {
     let informers = SharedInformers::new(client.clone());
-    let controllers = start_controllers(&informers, &client, workers, &shutdown);
+    let controllers = start_controllers(&informers, &client, workers, &cronjob, &shutdown);
     let count = controllers.len();
     let synced = informers.wait_for_sync();
     let informers_done = informers.start(shutdown.clone());
@@ -174,6 +190,7 @@ pub fn start_controllers(
     informers: &SharedInformers,
     client: &Client,
     workers: usize,
+    cronjob: &cronjob::CronJobOptions,
     shutdown: &CancellationToken,
 ) -> Vec<BoxFuture<'static, ()>> {
     vec![
@@ -204,6 +221,12 @@ pub fn start_controllers(
         ),
         controller::spawn(
             daemonset::DaemonSetController::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            cronjob::CronJobController::new(informers, client.clone(), cronjob.clone()),
             informers,
             workers,
             shutdown.clone(),

@@ -1,14 +1,17 @@
-//! The rows of `get replicationcontrollers`, `get daemonsets` and `get controllerrevisions`.
+//! The rows of `get replicationcontrollers`, `get daemonsets`, `get controllerrevisions` and
+//! `get cronjobs`.
 //!
 //! Kubernetes counterpart: `printReplicationController`, `printDaemonSet` and
 //! `printControllerRevision` in `pkg/printers/internalversion/printers.go` (1.32). A
 //! ReplicationController prints as a ReplicaSet does (its selector is a plain map); a DaemonSet
 //! counts nodes: DESIRED is `desiredNumberScheduled`, CURRENT `currentNumberScheduled`, and NODE
 //! SELECTOR is the template's `nodeSelector` (`<none>` when empty). A ControllerRevision names its
-//! controller as `kind.group/name`.
+//! controller as `kind.group/name`. A CronJob shows its schedule, time zone, suspension, how many
+//! Jobs are active and when it last scheduled one (`printCronJob`).
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
+use k8s_openapi::api::batch::v1::CronJob;
 use k8s_openapi::api::core::v1::ReplicationController;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -44,6 +47,18 @@ pub fn columns(kind: &str) -> Option<&'static [(&'static str, i32)]> {
             ("Selector", 1),
         ],
         "ControllerRevision" => &[("Name", 0), ("Controller", 0), ("Revision", 0), ("Age", 0)],
+        "CronJob" => &[
+            ("Name", 0),
+            ("Schedule", 0),
+            ("Timezone", 0),
+            ("Suspend", 0),
+            ("Active", 0),
+            ("Last Schedule", 0),
+            ("Age", 0),
+            ("Containers", 1),
+            ("Images", 1),
+            ("Selector", 1),
+        ],
         _ => return None,
     })
 }
@@ -61,6 +76,7 @@ pub fn cells(
         "ReplicationController" => typed(object).map(|rc| replication_controller_row(&rc, now)),
         "DaemonSet" => typed(object).map(|ds| daemon_set_row(&ds, now)),
         "ControllerRevision" => typed(object).map(|cr| controller_revision_row(&cr, now)),
+        "CronJob" => typed(object).map(|cj| cron_job_row(&cj, now)),
         _ => return None,
     })
 }
@@ -139,6 +155,37 @@ pub fn controller_revision_row(revision: &ControllerRevision, now: Timestamp) ->
     ]
 }
 
+/// NAME SCHEDULE TIMEZONE SUSPEND ACTIVE LAST-SCHEDULE AGE CONTAINERS IMAGES SELECTOR.
+pub fn cron_job_row(cj: &CronJob, now: Timestamp) -> Vec<String> {
+    let spec = cj.spec.clone().unwrap_or_default();
+    let status = cj.status.clone().unwrap_or_default();
+    let last = status
+        .last_schedule_time
+        .as_ref()
+        .map_or_else(|| "<none>".to_string(), |t| age(Some(t.0), now));
+    let job_spec = spec.job_template.spec.clone().unwrap_or_default();
+    let mut row = vec![
+        cj.metadata.name.clone().unwrap_or_default(),
+        spec.schedule.clone(),
+        spec.time_zone.clone().unwrap_or_else(|| "<none>".to_string()),
+        match spec.suspend {
+            Some(true) => "True",
+            Some(false) => "False",
+            None => "<unset>",
+        }
+        .to_string(),
+        status.active.as_ref().map_or(0, Vec::len).to_string(),
+        last,
+        age(cj.metadata.creation_timestamp.as_ref().map(|t| t.0), now),
+    ];
+    let mut cells = template_cells(Some(&job_spec.template), &job_spec.selector.clone().unwrap_or_default());
+    if job_spec.selector.is_none() {
+        cells[2] = "<none>".to_string();
+    }
+    row.extend(cells);
+    row
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +225,19 @@ mod tests {
         assert_eq!(
             cells,
             ["agent", "3", "3", "2", "1", "2", "disk=ssd", "2m", "web", "nginx", "app=web"]
+        );
+    }
+
+    #[test]
+    fn a_cron_job_shows_its_schedule_and_last_run() {
+        let cj = json!({"metadata": {"name": "tick", "creationTimestamp": "2026-11-22T02:03:00Z"},
+                        "spec": {"schedule": "*/5 * * * *", "suspend": false,
+                                 "jobTemplate": {"spec": {"template": template()}}},
+                        "status": {"active": [{"name": "tick-1"}], "lastScheduleTime": "2026-11-22T02:04:00Z"}});
+        let cells = cells("CronJob", &cj, now()).unwrap().unwrap();
+        assert_eq!(
+            cells,
+            ["tick", "*/5 * * * *", "<none>", "False", "1", "60s", "2m", "web", "nginx", "<none>"]
         );
     }
 

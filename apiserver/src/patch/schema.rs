@@ -45,6 +45,10 @@ pub fn list_strategy(kind: &str, path: &[&str]) -> ListStrategy {
             ["spec", "template", pod_path @ ..] => pod_list(pod_path),
             _ => Replace,
         },
+        "CronJob" => match path {
+            ["spec", "jobTemplate", "spec", "template", pod_path @ ..] => pod_list(pod_path),
+            _ => Replace,
+        },
         "Node" => match path {
             ["spec", "podCIDRs"] => Set,
             ["status", "addresses"] => MergeByKey("type"),

@@ -1,14 +1,16 @@
-//! The ReplicationController and DaemonSet strategies: defaults, validation, a status written
-//! only by the controllers.
+//! The ReplicationController, DaemonSet and CronJob strategies: defaults, validation, a status
+//! written only by the controllers.
 //!
 //! Kubernetes counterpart: `pkg/registry/core/replicationcontroller/strategy.go` and
-//! `pkg/registry/apps/daemonset/strategy.go`. `PrepareForCreate` clears the status (the controller
+//! `pkg/registry/apps/daemonset/strategy.go` and `pkg/registry/batch/cronjob/strategy.go`. `PrepareForCreate` clears the status (the controller
 //! writes it through `/status`); `Validate` runs the kind's spec validation after defaulting. A
 //! ReplicationController's selector may change (core/v1 never froze it); a DaemonSet's may not,
 //! as every apps/v1 selector. The rules themselves are pure, in `minik_api::replication` and
 //! `minik_api::daemonsets`.
 
 use minik_api::apps::DaemonSet;
+use minik_api::batch::CronJob;
+use minik_api::cronjobs::{default_cron_job, validate_cron_job};
 use minik_api::core::ReplicationController;
 use minik_api::daemonsets::{default_daemon_set, validate_daemon_set};
 use minik_api::meta::{ObjectMeta, StatusCause};
@@ -59,6 +61,23 @@ pub fn prepare_update_daemon_set(object: Value, old: &Value) -> ApiResult<Value>
     }
     check("DaemonSet", &ds.metadata, causes)?;
     untyped(&ds)
+}
+
+/// A new CronJob: defaults, an empty status, validation.
+pub fn prepare_create_cron_job(object: Value) -> ApiResult<Value> {
+    let mut cj: CronJob = typed(object, "CronJob")?;
+    default_cron_job(&mut cj);
+    cj.status = Some(Default::default());
+    check("CronJob", &cj.metadata, validate_cron_job(&cj))?;
+    untyped(&cj)
+}
+
+/// An updated CronJob (main resource or `/status`): defaults, validation.
+pub fn prepare_update_cron_job(object: Value) -> ApiResult<Value> {
+    let mut cj: CronJob = typed(object, "CronJob")?;
+    default_cron_job(&mut cj);
+    check("CronJob", &cj.metadata, validate_cron_job(&cj))?;
+    untyped(&cj)
 }
 
 fn check(kind: &str, metadata: &ObjectMeta, causes: Vec<StatusCause>) -> ApiResult<()> {

@@ -5,8 +5,8 @@
 //! store in `k8s.io/apiserver/pkg/registry/generic/registry/store.go`. minik's generic part is
 //! [`prepare_create`] / [`prepare_update`] here and [`meta`]; the kind-specific parts are
 //! [`pods`] (defaults, validation, immutability, binding), [`services`] (clusterIP allocation),
-//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`controllers`] (ReplicationControllers
-//! and DaemonSets), [`scale`] (the autoscaling/v1 Scale view),
+//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`controllers`] (ReplicationControllers,
+//! DaemonSets and CronJobs), [`scale`] (the autoscaling/v1 Scale view),
 //! [`propagation`] (garbage-collection finalizers) and [`deletion`] (graceful delete). Every
 //! object is round-tripped through its typed k8s-openapi struct, so what is stored is exactly
 //! Kubernetes' JSON shape (unknown fields are dropped, as upstream does without
@@ -45,7 +45,7 @@ pub fn has_status_subresource(kind: &str) -> bool {
         kind,
         "Pod" | "Service" | "Node" | "Namespace" | "Deployment" | "ReplicaSet" | "Job"
             // The later workload controllers (issue 20).
-            | "ReplicationController" | "DaemonSet"
+            | "ReplicationController" | "DaemonSet" | "CronJob"
     )
 }
 
@@ -137,6 +137,7 @@ pub fn prepare_create(
         // The later workload controllers (issue 20).
         "ReplicationController" => controllers::prepare_create_replication_controller(object)?,
         "DaemonSet" => controllers::prepare_create_daemon_set(object)?,
+        "CronJob" => controllers::prepare_create_cron_job(object)?,
         kind => normalize(object, kind)?,
     };
     check_size(&object)?;
@@ -208,6 +209,7 @@ pub fn prepare_update(
         // The later workload controllers (issue 20).
         "ReplicationController" => controllers::prepare_update_replication_controller(object)?,
         "DaemonSet" => controllers::prepare_update_daemon_set(object, old)?,
+        "CronJob" => controllers::prepare_update_cron_job(object)?,
         kind => normalize(object, kind)?,
     };
     bump_generation(&mut object, old, info.kind);

@@ -16,6 +16,7 @@ pub fn controller_manager(server: &Apiserver, identity: &str) -> CancellationTok
         kubeconfig: None,
         workers: 2,
         leader_election: fast_election(identity),
+        cronjob_clock_offset: std::time::Duration::ZERO,
     };
     tokio::spawn(minik_controller_manager::run(config, shutdown.clone()));
     shutdown
