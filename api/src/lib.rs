@@ -20,6 +20,10 @@
 //! - [`jobs`]: defaults, generated selector and validation of batch/v1 Jobs;
 //! - [`config`]: ConfigMap and Secret keys, Secret types, `stringData` and `immutable`.
 //! - [`serviceaccounts`]: ServiceAccount user names and the pod admission (default account, token volume).
+//! - [`replication`]: core/v1 ReplicationControllers, and their view as ReplicaSets;
+//! - [`daemonsets`]: defaults and validation of apps/v1 DaemonSets;
+//! - [`cron`]: cron schedules parsed, and the next time they fire;
+//! - [`cronjobs`]: defaults and validation of batch/v1 CronJobs.
 //!
 //! minik leaves out: more than one version of a kind (so no conversion), protobuf types, apply
 //! configurations and the internal (hub) types upstream converts through.
@@ -27,12 +31,16 @@
 //! Read next: `apiserver/src/lib.rs`, where these objects are stored and served.
 
 pub mod config;
+pub mod cron;
+pub mod cronjobs;
+pub mod daemonsets;
 pub mod defaults;
 pub mod disruption;
 pub mod grace;
 pub mod jobs;
 pub mod key;
 pub mod printers;
+pub mod replication;
 pub mod resource;
 pub mod selector;
 pub mod serviceaccounts;

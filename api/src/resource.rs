@@ -4,7 +4,9 @@
 //! kubectl learns that `po` means pods and that nodes are cluster-scoped. minik serves only the
 //! core/v1 kinds its pipeline needs (ConfigMaps and Secrets among them), plus coordination.k8s.io Leases (node heartbeats) and
 //! discovery.k8s.io EndpointSlices (what `kubectl describe service` reads a Service's endpoints from)
-//! the apps/v1 workloads (Deployments and the ReplicaSets they roll), batch/v1 Jobs, policy/v1 PodDisruptionBudgets, the
+//! the apps/v1 workloads (Deployments and the ReplicaSets they roll, DaemonSets and their
+//! ControllerRevisions), core/v1 ReplicationControllers, batch/v1 Jobs and CronJobs, policy/v1
+//! PodDisruptionBudgets, the
 //! rbac.authorization.k8s.io/v1 roles and bindings the authorizer reads, and the ServiceAccounts
 //! pods run as.
 
@@ -207,6 +209,40 @@ pub const RESOURCES: &[ResourceInfo] = &[
         namespaced: true,
         api_version: "policy/v1",
     },
+    // The later workload controllers (issue 20): ReplicationControllers, DaemonSets and the
+    // ControllerRevisions that record their templates, CronJobs.
+    ResourceInfo {
+        kind: "ReplicationController",
+        plural: "replicationcontrollers",
+        singular: "replicationcontroller",
+        short_names: &["rc"],
+        namespaced: true,
+        api_version: "v1",
+    },
+    ResourceInfo {
+        kind: "DaemonSet",
+        plural: "daemonsets",
+        singular: "daemonset",
+        short_names: &["ds"],
+        namespaced: true,
+        api_version: "apps/v1",
+    },
+    ResourceInfo {
+        kind: "CronJob",
+        plural: "cronjobs",
+        singular: "cronjob",
+        short_names: &["cj"],
+        namespaced: true,
+        api_version: "batch/v1",
+    },
+    ResourceInfo {
+        kind: "ControllerRevision",
+        plural: "controllerrevisions",
+        singular: "controllerrevision",
+        short_names: &[],
+        namespaced: true,
+        api_version: "apps/v1",
+    },
 ];
 
 /// Finds a kind by any name a user may type: plural, singular, short name or Kind (any case).
@@ -252,6 +288,8 @@ mod tests {
         assert_eq!(lookup("rs").map(|info| info.kind), Some("ReplicaSet"));
         assert_eq!(lookup("sa").map(|info| info.plural), Some("serviceaccounts"));
         assert!(!lookup("no").unwrap().namespaced);
+        assert_eq!(lookup("rc").map(|info| info.api_version), Some("v1"));
+        assert_eq!(lookup("ds").map(|info| info.kind), Some("DaemonSet"));
     }
 
     #[test]

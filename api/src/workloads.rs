@@ -148,7 +148,7 @@ pub fn validate_selector_update(new: &MetaSelector, old: &MetaSelector) -> Vec<S
     )]
 }
 
-fn validate_selector_and_template(
+pub(crate) fn validate_selector_and_template(
     selector: &MetaSelector,
     template: Option<&PodTemplateSpec>,
     what: &str,
@@ -193,7 +193,7 @@ fn validate_selector_and_template(
 
 /// The template validated as a pod (paths moved under `spec.template`), and `restartPolicy`
 /// limited to `Always`: a controller's pods are replaced, not restarted in place.
-fn validate_template_spec(template: &PodTemplateSpec) -> Vec<StatusCause> {
+pub(crate) fn validate_template_spec(template: &PodTemplateSpec) -> Vec<StatusCause> {
     let mut causes = validate_template_as_pod(template);
     let policy = template
         .spec
@@ -258,10 +258,21 @@ fn validate_strategy(type_: &str, rolling: Option<&RollingUpdateDeployment>) -> 
 }
 
 fn validate_rolling_update(rolling: &RollingUpdateDeployment) -> Vec<StatusCause> {
-    let base = "spec.strategy.rollingUpdate";
+    validate_unavailable_and_surge(
+        "spec.strategy.rollingUpdate",
+        rolling.max_unavailable.as_ref(),
+        rolling.max_surge.as_ref(),
+    )
+}
+
+/// `maxUnavailable` and `maxSurge` under `base`: counts or percentages, not negative, not both 0
+/// (a Deployment's and a DaemonSet's rolling update alike).
+pub(crate) fn validate_unavailable_and_surge(
+    base: &str,
+    unavailable: Option<&IntOrString>,
+    surge: Option<&IntOrString>,
+) -> Vec<StatusCause> {
     let mut causes = Vec::new();
-    let unavailable = rolling.max_unavailable.as_ref();
-    let surge = rolling.max_surge.as_ref();
     for (name, value) in [("maxUnavailable", unavailable), ("maxSurge", surge)] {
         let Some(value) = value else { continue };
         let path = format!("{base}.{name}");
@@ -326,7 +337,7 @@ fn shown(value: &IntOrString) -> String {
     }
 }
 
-fn non_negative(causes: &mut Vec<StatusCause>, path: &str, value: Option<i32>) {
+pub(crate) fn non_negative(causes: &mut Vec<StatusCause>, path: &str, value: Option<i32>) {
     if let Some(value) = value.filter(|v| *v < 0) {
         causes.push(invalid(path, value, "must be greater than or equal to 0"));
     }

@@ -53,7 +53,9 @@ fn named_groups() -> Vec<&'static str> {
         .filter(|r| !r.group().is_empty())
         .map(|r| r.api_version)
         .collect();
-    groups.dedup();
+    // First-seen order; a group's kinds need not be adjacent in `RESOURCES`.
+    let mut seen = std::collections::HashSet::new();
+    groups.retain(|group| seen.insert(*group));
     groups
 }
 
@@ -100,6 +102,8 @@ fn resource_entry(info: &ResourceInfo) -> Value {
     if matches!(
         info.kind,
         "Pod" | "Service" | "Deployment" | "ReplicaSet" | "Job"
+            // The later workload controllers (issue 20).
+            | "ReplicationController" | "DaemonSet" | "CronJob"
     ) {
         entry["categories"] = json!(["all"]);
     }
@@ -170,6 +174,21 @@ pub async fn group_version(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_named_group_version_is_listed_once() {
+        let groups = named_groups();
+        let unique: std::collections::BTreeSet<_> = groups.iter().collect();
+        assert_eq!(groups.len(), unique.len(), "{groups:?}");
+        let apps = resource_list("apps/v1");
+        let names: Vec<&str> = apps["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["name"].as_str())
+            .collect();
+        assert!(names.contains(&"daemonsets") && names.contains(&"deployments/scale"));
+    }
 
     #[test]
     fn core_resource_list_names_short_names_and_categories() {

@@ -107,6 +107,11 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         "Job" => ignored_by::<minik_api::batch::Job>(value),
         "ConfigMap" => ignored_by::<minik_api::core::ConfigMap>(value),
         "Secret" => ignored_by::<minik_api::core::Secret>(value),
+        // The later workload controllers (issue 20).
+        "ReplicationController" => ignored_by::<minik_api::core::ReplicationController>(value),
+        "DaemonSet" => ignored_by::<minik_api::apps::DaemonSet>(value),
+        "ControllerRevision" => ignored_by::<minik_api::apps::ControllerRevision>(value),
+        "CronJob" => ignored_by::<minik_api::batch::CronJob>(value),
         _ => Vec::new(),
     }
 }

@@ -315,7 +315,7 @@ pub fn table(kind: &str) -> &'static [Rule] {
         "Pod" => POD,
         "Service" => SERVICE,
         "Node" => NODE,
-        "Deployment" | "ReplicaSet" | "Job" => WORKLOAD,
+        "Deployment" | "ReplicaSet" | "Job" | "ReplicationController" | "DaemonSet" => WORKLOAD,
         _ => &[],
     }
 }

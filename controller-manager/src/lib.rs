@@ -10,10 +10,11 @@
 //! 2. [`informers`]: one list+watch per kind, fanned out to every controller's event handlers;
 //! 3. [`controller`]: the [`controller::Controller`] trait, and the workers that drain each
 //!    controller's `minik_client::WorkQueue` with per-key rate-limited retries;
-//! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`], [`deployment`],
-//!    [`job`], [`disruption`] (PodDisruptionBudgets), [`serviceaccount`] (a `default` ServiceAccount per namespace), [`nodelifecycle`]
-//!    (dead nodes: Unknown, tainted, their pods evicted), [`podgc`] (finished and orphaned pods)
-//!    and [`gc`] (the garbage collector).
+//! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`] (also the
+//!    replication manager, over ReplicationControllers), [`deployment`], [`job`], [`daemonset`],
+//!    [`cronjob`], [`disruption`] (PodDisruptionBudgets), [`serviceaccount`] (a `default`
+//!    ServiceAccount per namespace), [`nodelifecycle`] (dead nodes: Unknown, tainted, their pods
+//!    evicted), [`podgc`] (finished and orphaned pods) and [`gc`] (the garbage collector).
 //!
 //! ```text
 //!  Lease ──► leader? ──► SharedInformers (pods, replicasets, deployments, every kind's metadata)
@@ -29,6 +30,8 @@
 //! Read next: [`deployment::rolling`], the arithmetic of a rolling update.
 
 pub mod controller;
+pub mod cronjob;
+pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
 pub mod expectations;
@@ -87,6 +90,8 @@ pub struct Config {
     pub node_lifecycle: NodeLifecycleOptions,
     /// The pod garbage collector's threshold and quarantine.
     pub pod_gc: PodGcOptions,
+    /// How far ahead of the real clock the CronJob controller runs (tests drive schedules so).
+    pub cronjob_clock_offset: Duration,
 }
 
 impl Default for Config {
@@ -98,6 +103,7 @@ impl Default for Config {
             leader_election: LeaderElectionConfig::default(),
             node_lifecycle: NodeLifecycleOptions::default(),
             pod_gc: PodGcOptions::default(),
+            cronjob_clock_offset: Duration::ZERO,
         }
     }
 }
@@ -105,7 +111,7 @@ impl Default for Config {
 /// Command-line flags of `minik controller-manager`.
 #[derive(Clone, Debug, clap::Parser)]
 #[command(
-    about = "The minik controller manager: ReplicaSets, Deployments, Jobs, disruption budgets, garbage collection"
+    about = "The minik controller manager: ReplicaSets, Deployments, Jobs, CronJobs, DaemonSets, ReplicationControllers, disruption budgets, node lifecycle, garbage collection"
 )]
 pub struct Args {
     /// The apiserver URL.
@@ -135,6 +141,9 @@ pub struct Args {
     /// How long a node must stay missing before its pods are deleted (minik's flag; upstream 40 s).
     #[arg(long, default_value = "40s", value_parser = parse_duration)]
     pub pod_gc_orphan_quarantine: Duration,
+    /// Runs the CronJob controller's clock this far ahead (`90m`), to test schedules.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub cronjob_clock_offset: Duration,
 }
 
 fn parse_duration(text: &str) -> std::result::Result<Duration, humantime::DurationError> {
@@ -161,6 +170,7 @@ impl Args {
                 terminated_threshold: self.terminated_pod_gc_threshold,
                 orphan_quarantine: self.pod_gc_orphan_quarantine,
             },
+            cronjob_clock_offset: self.cronjob_clock_offset,
         }
     }
 }
@@ -231,8 +241,21 @@ pub fn start_controllers(
             workers,
             shutdown.clone(),
         ),
+        // The later workload controllers (issue 20).
+        controller::spawn(
+            replicaset::ReplicaSetController::new_replication_manager(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
         controller::spawn(
             disruption::DisruptionController::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            daemonset::DaemonSetController::new(informers, client.clone()),
             informers,
             workers,
             shutdown.clone(),
@@ -242,6 +265,16 @@ pub fn start_controllers(
                 informers,
                 client.clone(),
                 config.node_lifecycle,
+            ),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            cronjob::CronJobController::new(
+                informers,
+                client.clone(),
+                cronjob::CronJobOptions::with_offset(config.cronjob_clock_offset),
             ),
             informers,
             workers,

@@ -7,12 +7,14 @@
 mod cleanup; // nothing left running after a cluster stops
 mod configmaps; // ConfigMaps, Secrets, the downward API, service links in env and volumes
 mod creation; // pods from creation to Running, restarts, init containers, exit codes
+mod daemonsets; // DaemonSets across nodes joining and leaving, a rollout, kill -9 mid-rollout
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
 mod hook_orphans; // a preStop's setsid child goes with the force-deleted pod
 mod images; // busybox, python, nginx, agnhost as written; 300 short-lived pods on one /24
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
 mod limits; // a fork bomb stopped by the pod pids limit
 mod nodes; // a dead node: Unknown, tainted, its pods evicted; pod GC
+mod replication; // ReplicationControllers: replicas kept, the scale subresource
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
 mod rollout; // seed 002's rolling update, sampled on a watch
 mod scheduling; // unschedulable pods, spreading over nodes

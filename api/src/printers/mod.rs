@@ -2,7 +2,8 @@
 //!
 //! Kubernetes counterpart: `pkg/printers/internalversion/printers.go` (`AddHandlers`: the
 //! `TableColumnDefinition`s and `printPod`, `printService`, `printEndpoints`, `printNode`,
-//! `printEvent`, `printNamespace`, `printLease`, `printConfigMap`, `printSecret`, `printServiceAccount`, `printDeployment`, `printReplicaSet`, `printJob`, `printPodDisruptionBudget`) and `k8s.io/apimachinery/pkg/util/duration`
+//! `printEvent`, `printNamespace`, `printLease`, `printConfigMap`, `printSecret`, `printServiceAccount`, `printDeployment`, `printReplicaSet`, `printJob`, `printPodDisruptionBudget`; the
+//! later controllers' in [`controllers`]) and `k8s.io/apimachinery/pkg/util/duration`
 //! (AGE). Upstream's API server always prints the *wide* row (`GenerateOptions{Wide: true}`) and
 //! marks the extra columns `priority: 1`; kubectl drops them unless `-o wide`. minik does the same:
 //! [`row`] is the full row the server sends (`as=Table`), computed by pure functions (object +
@@ -11,6 +12,7 @@
 
 pub mod cluster;
 pub mod config;
+pub mod controllers;
 pub mod duration;
 pub mod jobs;
 pub mod pod;
@@ -53,6 +55,12 @@ const fn col(name: &'static str, priority: i32) -> Column {
 
 /// The columns of a kind, in upstream's order (NAME, AGE for kinds without a printer).
 pub fn columns(kind: &str) -> Vec<Column> {
+    if let Some(spec) = controllers::columns(kind) {
+        return spec
+            .iter()
+            .map(|(name, priority)| col(name, *priority))
+            .collect();
+    }
     let spec: &[(&'static str, i32)] = match kind {
         "Pod" => &[
             ("Name", 0),
@@ -173,6 +181,9 @@ pub fn full_cells(
     object: &Value,
     now: Timestamp,
 ) -> Result<Vec<String>, serde_json::Error> {
+    if let Some(cells) = controllers::cells(kind, object, now) {
+        return cells;
+    }
     Ok(match kind {
         "Pod" => pod::pod_row(&typed(object)?, true, now),
         "Service" => service::service_row(&typed(object)?, true, now),

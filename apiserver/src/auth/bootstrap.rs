@@ -449,6 +449,57 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 events(),
             ],
         ),
+        // The later workload controllers (issue 20), as upstream's `controller_policy.go`.
+        role(
+            "system:controller:replication-controller",
+            vec![
+                rule(
+                    &["get", "list", "watch", "update"],
+                    &[""],
+                    &["replicationcontrollers"],
+                ),
+                rule(
+                    &["update", "patch"],
+                    &[""],
+                    &[
+                        "replicationcontrollers/status",
+                        "replicationcontrollers/finalizers",
+                    ],
+                ),
+                rule(
+                    &["list", "watch", "patch", "create", "delete"],
+                    &[""],
+                    &["pods"],
+                ),
+                events(),
+            ],
+        ),
+        role(
+            "system:controller:daemon-set-controller",
+            vec![
+                rule(&["get", "list", "watch"], &["apps"], &["daemonsets"]),
+                rule(
+                    &["update", "patch"],
+                    &["apps"],
+                    &["daemonsets/status", "daemonsets/finalizers"],
+                ),
+                rule(&["list", "watch"], &[""], &["nodes"]),
+                rule(
+                    &["list", "watch", "create", "delete", "patch"],
+                    &[""],
+                    &["pods"],
+                ),
+                rule(&["create"], &[""], &["pods/binding"]),
+                rule(
+                    &[
+                        "create", "delete", "get", "list", "patch", "update", "watch",
+                    ],
+                    &["apps"],
+                    &["controllerrevisions"],
+                ),
+                events(),
+            ],
+        ),
         role(
             "system:controller:node-controller",
             vec![
@@ -590,6 +641,8 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
         "node-controller",
         "pod-garbage-collector",
         "disruption-controller",
+        "replication-controller",
+        "daemon-set-controller",
         "generic-garbage-collector",
     ] {
         let user = subject("User", "system:kube-controller-manager");

@@ -254,3 +254,45 @@ fn rules_for_collects_cluster_and_namespace_rules() {
     assert_eq!(in_team.len(), elsewhere.len() + 2);
     assert!(elsewhere.iter().any(|r| r.non_resource_urls.is_some()));
 }
+
+/// The controller manager's identity holds what the DaemonSet controller and the replication
+/// manager write (issue 20), and no more.
+#[test]
+fn the_controller_manager_may_run_daemon_sets_and_replication_controllers() {
+    let policy = policy();
+    let kcm = user("system:kube-controller-manager", &[AUTH]);
+    let cases = [
+        (
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/daemonsets/agent/status",
+            true,
+        ),
+        (
+            "POST",
+            "/apis/apps/v1/namespaces/default/controllerrevisions",
+            true,
+        ),
+        (
+            "DELETE",
+            "/apis/apps/v1/namespaces/default/controllerrevisions/agent-1",
+            true,
+        ),
+        (
+            "PATCH",
+            "/api/v1/namespaces/default/replicationcontrollers/old/status",
+            true,
+        ),
+        ("PATCH", "/api/v1/namespaces/default/pods/agent-x", true),
+        (
+            "DELETE",
+            "/apis/apps/v1/namespaces/default/daemonsets/agent",
+            true,
+        ),
+        ("POST", "/apis/apps/v1/namespaces/default/daemonsets", false),
+    ];
+    for (method, path, allowed) in cases {
+        let attributes = request_attributes(kcm.clone(), method, path, "");
+        let decision = authorize(&policy, &attributes, None);
+        assert_eq!(decision.allowed(), allowed, "{method} {path}: {decision:?}");
+    }
+}

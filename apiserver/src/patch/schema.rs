@@ -41,8 +41,12 @@ pub fn list_strategy(kind: &str, path: &[&str]) -> ListStrategy {
         },
         // A workload's pod template patches like a pod: `spec.template.spec.containers` merge by
         // name (`kubectl set image`), as the `PodTemplateSpec` tags say.
-        "Deployment" | "ReplicaSet" | "Job" => match path {
+        "Deployment" | "ReplicaSet" | "Job" | "ReplicationController" | "DaemonSet" => match path {
             ["spec", "template", pod_path @ ..] => pod_list(pod_path),
+            _ => Replace,
+        },
+        "CronJob" => match path {
+            ["spec", "jobTemplate", "spec", "template", pod_path @ ..] => pod_list(pod_path),
             _ => Replace,
         },
         "Node" => match path {

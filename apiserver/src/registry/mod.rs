@@ -6,7 +6,8 @@
 //! [`prepare_create`] / [`prepare_update`] here and [`meta`]; the kind-specific parts are
 //! [`pods`] (defaults, validation, immutability, binding), [`serviceaccounts`] (the pod admission
 //! that mounts the account's token), [`services`] (clusterIP allocation),
-//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`disruption`] (PodDisruptionBudgets), [`configmaps`] and [`secrets`]
+//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`controllers`] (ReplicationControllers,
+//! DaemonSets and CronJobs), [`disruption`] (PodDisruptionBudgets), [`configmaps`] and [`secrets`]
 //! (keys, Secret types, `stringData`, `immutable`), [`scale`] (the autoscaling/v1 Scale view),
 //! [`propagation`] (garbage-collection finalizers) and [`deletion`] (graceful delete). Every
 //! object is round-tripped through its typed k8s-openapi struct, so what is stored is exactly
@@ -14,6 +15,7 @@
 //! `fieldValidation=Strict`).
 
 pub mod configmaps;
+pub mod controllers;
 pub mod deletion;
 pub mod disruption;
 pub mod jobs;
@@ -30,6 +32,7 @@ pub mod workloads;
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
+use minik_api::apps::ControllerRevision;
 use minik_api::core::{Endpoints, Event, Namespace, Node, ServiceAccount};
 use minik_api::k8s_openapi::api::coordination::v1::Lease;
 use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -54,6 +57,10 @@ pub fn has_status_subresource(kind: &str) -> bool {
             | "ReplicaSet"
             | "Job"
             | "PodDisruptionBudget"
+            // The later workload controllers (issue 20).
+            | "ReplicationController"
+            | "DaemonSet"
+            | "CronJob"
     )
 }
 
@@ -95,6 +102,7 @@ fn normalize(value: Value, kind: &str) -> ApiResult<Value> {
         "ClusterRole" => round_trip::<ClusterRole>(value, kind),
         "RoleBinding" => round_trip::<RoleBinding>(value, kind),
         "ClusterRoleBinding" => round_trip::<ClusterRoleBinding>(value, kind),
+        "ControllerRevision" => round_trip::<ControllerRevision>(value, kind),
         "Namespace" => {
             let mut namespace: Namespace = typed(value, kind)?;
             // As upstream's namespace strategy: every namespace carries its name as a label.
@@ -145,6 +153,10 @@ pub fn prepare_create(
         "ConfigMap" => configmaps::prepare_create(object)?,
         "Secret" => secrets::prepare_create(object)?,
         "PodDisruptionBudget" => disruption::prepare_create(object)?,
+        // The later workload controllers (issue 20).
+        "ReplicationController" => controllers::prepare_create_replication_controller(object)?,
+        "DaemonSet" => controllers::prepare_create_daemon_set(object)?,
+        "CronJob" => controllers::prepare_create_cron_job(object)?,
         kind => normalize(object, kind)?,
     };
     check_size(&object)?;
@@ -216,6 +228,10 @@ pub fn prepare_update(
         "ConfigMap" => configmaps::prepare_update(object, old)?,
         "Secret" => secrets::prepare_update(object, old)?,
         "PodDisruptionBudget" => disruption::prepare_update(object)?,
+        // The later workload controllers (issue 20).
+        "ReplicationController" => controllers::prepare_update_replication_controller(object)?,
+        "DaemonSet" => controllers::prepare_update_daemon_set(object, old)?,
+        "CronJob" => controllers::prepare_update_cron_job(object)?,
         kind => normalize(object, kind)?,
     };
     bump_generation(&mut object, old, info.kind);

@@ -1,7 +1,8 @@
 //! The `scale` subresource: a Deployment or ReplicaSet seen as an autoscaling/v1 `Scale`.
 //!
-//! Kubernetes counterpart: `ScaleREST` in `pkg/registry/apps/deployment/storage/storage.go` and
-//! `pkg/registry/apps/replicaset/storage/storage.go` (`scaleFromDeployment`,
+//! Kubernetes counterpart: `ScaleREST` in `pkg/registry/apps/deployment/storage/storage.go`,
+//! `pkg/registry/apps/replicaset/storage/storage.go` and
+//! `pkg/registry/core/replicationcontroller/storage/storage.go` (`scaleFromDeployment`,
 //! `scaleUpdatedObjectInfo`). A GET answers the Scale; a PUT or PATCH changes only
 //! `spec.replicas` of the object behind it, which then goes through the kind's strategy like any
 //! update (and so bumps `metadata.generation`). `status.selector` is the label selector as a
@@ -19,7 +20,7 @@ use crate::error::ApiResult;
 
 /// Whether `kind` has a `scale` subresource.
 pub fn has_scale_subresource(kind: &str) -> bool {
-    matches!(kind, "Deployment" | "ReplicaSet")
+    matches!(kind, "Deployment" | "ReplicaSet" | "ReplicationController")
 }
 
 /// The Scale of a stored object: its identity, `spec.replicas`, and the observed count.
@@ -37,8 +38,16 @@ pub fn scale_of(object: &Value) -> Value {
             metadata[field] = value.clone();
         }
     }
-    let selector: LabelSelector =
-        serde_json::from_value(object["spec"]["selector"].clone()).unwrap_or_default();
+    let spec_selector = object["spec"]["selector"].clone();
+    // A ReplicationController's selector is a plain map (`labels.SelectorFromSet`).
+    let selector: LabelSelector = if object["kind"] == "ReplicationController" {
+        LabelSelector {
+            match_labels: serde_json::from_value(spec_selector).unwrap_or_default(),
+            match_expressions: None,
+        }
+    } else {
+        serde_json::from_value(spec_selector).unwrap_or_default()
+    };
     let selector = selector_from_meta(&selector)
         .map(|s| s.to_string())
         .unwrap_or_default();
@@ -89,6 +98,13 @@ mod tests {
             json!({"replicas": 2, "selector": "app=web,tier=front"})
         );
         assert_eq!(scale["metadata"]["resourceVersion"], "7");
+    }
+
+    #[test]
+    fn a_replication_controller_scale_prints_its_map_selector() {
+        let rc = json!({"kind": "ReplicationController", "metadata": {"name": "web"},
+                        "spec": {"replicas": 2, "selector": {"app": "web"}}, "status": {"replicas": 2}});
+        assert_eq!(scale_of(&rc)["status"]["selector"], "app=web");
     }
 
     #[test]

@@ -14,31 +14,34 @@
 //! The pod handlers count expectations down (an ADDED pod is an observed create, a pod that got a
 //! deletionTimestamp or vanished is an observed delete) and queue the ReplicaSet that controls the
 //! pod, or, for an orphan, every ReplicaSet whose selector matches it.
+//!
+//! The same controller, over a [`source::Source`] of ReplicationControllers, is upstream's
+//! replication manager ([`ReplicaSetController::new_replication_manager`]).
 
 pub mod pods;
+pub mod source;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use minik_api::core::Pod;
+use minik_api::core::{Pod, ReplicationController};
 use minik_api::meta::ObjectMeta;
 use minik_api::ObjectKey;
-use minik_client::{Api, Client, Patch, Store, WorkQueue};
+use minik_client::{Api, Client, Store, WorkQueue};
 use tracing::{debug, info};
 
 use crate::controller::Controller;
 use crate::expectations::Expectations;
 use crate::informers::{Change, SharedInformers};
-use crate::ownership::{
-    adopt_patch, claim, controller_of, controller_ref, release_patch, selects, Claim,
-};
+use crate::ownership::{controller_of, selects};
 use crate::pod_control;
+use source::Source;
 
 /// The controller: two stores, a queue, expectations, and the client it writes through.
 pub struct ReplicaSetController {
-    replica_sets: Store<ReplicaSet>,
+    replica_sets: Source,
     pods: Store<Pod>,
     queue: Arc<WorkQueue>,
     expectations: Arc<Expectations>,
@@ -49,21 +52,36 @@ impl ReplicaSetController {
     /// Registers the handlers on the shared ReplicaSet and Pod informers.
     pub fn new(informers: &SharedInformers, client: Client) -> Arc<Self> {
         let rs_informer = informers.informer::<ReplicaSet>();
+        let controller = Self::build(informers, client, Source::ReplicaSets(rs_informer.store()));
+        let (queue, expectations) = (controller.queue.clone(), controller.expectations.clone());
+        rs_informer.add_handler(move |change: &Change<ReplicaSet>| {
+            owner_changed(&queue, &expectations, &change.object().metadata, change)
+        });
+        controller
+    }
+
+    /// The replication manager: the same controller over ReplicationControllers
+    /// (`NewReplicationManager`).
+    pub fn new_replication_manager(informers: &SharedInformers, client: Client) -> Arc<Self> {
+        let rc_informer = informers.informer::<ReplicationController>();
+        let source = Source::ReplicationControllers(rc_informer.store());
+        let controller = Self::build(informers, client, source);
+        let (queue, expectations) = (controller.queue.clone(), controller.expectations.clone());
+        rc_informer.add_handler(move |change: &Change<ReplicationController>| {
+            owner_changed(&queue, &expectations, &change.object().metadata, change)
+        });
+        controller
+    }
+
+    /// The controller over `replica_sets`, with its pod handler registered.
+    fn build(informers: &SharedInformers, client: Client, replica_sets: Source) -> Arc<Self> {
         let pod_informer = informers.informer::<Pod>();
         let controller = Arc::new(ReplicaSetController {
-            replica_sets: rs_informer.store(),
+            replica_sets,
             pods: pod_informer.store(),
             queue: Arc::new(WorkQueue::new()),
             expectations: Arc::new(Expectations::default()),
             client,
-        });
-        let (queue, expectations) = (controller.queue.clone(), controller.expectations.clone());
-        rs_informer.add_handler(move |change: &Change<ReplicaSet>| {
-            let key = ObjectKey::of(&change.object().metadata);
-            if let Change::Deleted(_) = change {
-                expectations.delete(&key);
-            }
-            queue.add(key);
         });
         let handler = PodHandler {
             replica_sets: controller.replica_sets.clone(),
@@ -107,9 +125,8 @@ impl ReplicaSetController {
             if status.conditions.is_none() {
                 body["status"]["conditions"] = serde_json::Value::Null;
             }
-            let name = rs.metadata.name.as_deref().unwrap_or_default();
-            self.api::<ReplicaSet>(&rs.metadata)
-                .patch_status(name, &Patch::Merge(body))
+            self.replica_sets
+                .patch_status(&self.client, key, body)
                 .await?;
             debug!(rs = %key, replicas = status.replicas, ready = ?status.ready_replicas, available = ?status.available_replicas, "updated status");
         }
@@ -146,43 +163,8 @@ impl ReplicaSetController {
         candidates: Vec<Arc<Pod>>,
     ) -> minik_client::Result<Vec<Arc<Pod>>> {
         let selector = rs.spec.as_ref().map(|s| &s.selector);
-        let uid = rs.metadata.uid.as_deref().unwrap_or_default();
-        let mut owned = Vec::new();
-        for pod in candidates {
-            let name = pod.metadata.name.as_deref().unwrap_or_default();
-            let pods = self.api::<Pod>(&pod.metadata);
-            match claim(&rs.metadata, selector, &pod.metadata) {
-                Claim::Owned => owned.push(pod),
-                Claim::Adopt => {
-                    let reference = controller_ref("apps/v1", "ReplicaSet", &rs.metadata);
-                    match pods
-                        .patch(name, &Patch::Merge(adopt_patch(&pod.metadata, reference)))
-                        .await
-                    {
-                        Ok(adopted) => {
-                            info!(rs = %ObjectKey::of(&rs.metadata), pod = name, "adopted pod");
-                            owned.push(Arc::new(adopted));
-                        }
-                        Err(error) if error.is_not_found() => {}
-                        Err(error) => return Err(error),
-                    }
-                }
-                Claim::Release => {
-                    match pods
-                        .patch(name, &Patch::Merge(release_patch(&pod.metadata, uid)))
-                        .await
-                    {
-                        Ok(_) => {
-                            info!(rs = %ObjectKey::of(&rs.metadata), pod = name, "released pod")
-                        }
-                        Err(error) if error.is_not_found() => {}
-                        Err(error) => return Err(error),
-                    }
-                }
-                Claim::Ignore => {}
-            }
-        }
-        Ok(owned)
+        let owner_kind = self.replica_sets.owner_kind();
+        pod_control::claim_pods(&self.client, &rs.metadata, owner_kind, selector, candidates).await
     }
 
     /// Creates or deletes pods towards `spec.replicas` (`manageReplicas`). The error carries the
@@ -225,7 +207,7 @@ impl ReplicaSetController {
         rs: &ReplicaSet,
         count: usize,
     ) -> minik_client::Result<usize> {
-        let pod = pods::pod_from_template(rs);
+        let pod = pods::pod_from_template(rs, self.replica_sets.owner_kind());
         let api = self.api::<Pod>(&rs.metadata);
         let (mut created, mut attempted) = (0, 0);
         for batch in pods::slow_start_batches(count) {
@@ -254,7 +236,10 @@ impl Controller for ReplicaSetController {
     type Key = ObjectKey;
 
     fn name(&self) -> &'static str {
-        "replicaset"
+        match self.replica_sets {
+            Source::ReplicaSets(_) => "replicaset",
+            Source::ReplicationControllers(_) => "replicationmanager",
+        }
     }
 
     fn queue(&self) -> &Arc<WorkQueue> {
@@ -266,9 +251,24 @@ impl Controller for ReplicaSetController {
     }
 }
 
+/// A ReplicaSet (or ReplicationController) event: forget its expectations once it is gone, and
+/// queue it.
+fn owner_changed<K>(
+    queue: &WorkQueue,
+    expectations: &Expectations,
+    meta: &ObjectMeta,
+    change: &Change<K>,
+) {
+    let key = ObjectKey::of(meta);
+    if let Change::Deleted(_) = change {
+        expectations.delete(&key);
+    }
+    queue.add(key);
+}
+
 /// Pod events → expectations and ReplicaSet keys (`addPod`, `updatePod`, `deletePod`).
 struct PodHandler {
-    replica_sets: Store<ReplicaSet>,
+    replica_sets: Source,
     queue: Arc<WorkQueue>,
     expectations: Arc<Expectations>,
 }
@@ -340,7 +340,8 @@ impl PodHandler {
 
     /// The ReplicaSet controlling `pod`, if it exists with the referenced uid.
     fn controller(&self, pod: &Pod) -> Option<ObjectKey> {
-        let reference = controller_of(&pod.metadata).filter(|r| r.kind == "ReplicaSet")?;
+        let (_, kind) = self.replica_sets.owner_kind();
+        let reference = controller_of(&pod.metadata).filter(|r| r.kind == kind)?;
         let key = ObjectKey::new(
             pod.metadata.namespace.clone().unwrap_or_default(),
             reference.name.clone(),

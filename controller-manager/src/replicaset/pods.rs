@@ -164,8 +164,9 @@ pub fn slow_start_batches(count: usize) -> Vec<usize> {
 }
 
 /// A pod for `rs` from its template: `generateName: RSNAME-`, the template's labels and
-/// annotations, and the controller reference (`GetPodFromTemplate`).
-pub fn pod_from_template(rs: &ReplicaSet) -> Pod {
+/// annotations, and the controller reference to `owner` (`apiVersion`, `kind`)
+/// (`GetPodFromTemplate`).
+pub fn pod_from_template(rs: &ReplicaSet, owner: (&str, &str)) -> Pod {
     let template = rs
         .spec
         .as_ref()
@@ -182,7 +183,7 @@ pub fn pod_from_template(rs: &ReplicaSet) -> Pod {
             labels: template_meta.labels,
             annotations: template_meta.annotations,
             finalizers: template_meta.finalizers,
-            owner_references: Some(vec![controller_ref("apps/v1", "ReplicaSet", &rs.metadata)]),
+            owner_references: Some(vec![controller_ref(owner.0, owner.1, &rs.metadata)]),
             ..ObjectMeta::default()
         },
         spec: template.spec,

@@ -202,7 +202,7 @@ fn status_counts_ready_available_and_fully_labeled_pods() {
 /// Pods carry `generateName: RSNAME-` and a controller reference with blockOwnerDeletion.
 #[test]
 fn pods_are_named_after_the_replica_set_and_owned_by_it() {
-    let pod = pod_from_template(&replica_set(0));
+    let pod = pod_from_template(&replica_set(0), ("apps/v1", "ReplicaSet"));
     assert_eq!(pod.metadata.generate_name.as_deref(), Some("web-abc-"));
     let owner = &pod.metadata.owner_references.unwrap()[0];
     assert_eq!(

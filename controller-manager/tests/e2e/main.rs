@@ -1,5 +1,6 @@
 //! The controller manager against a real minik apiserver (in memory, on 127.0.0.1:0).
 //!
+//! - `cronjobs`: CronJobs on a driven clock: each concurrency policy, the deadline, history limits;
 //! - `history`: rollback, pause and resume, scaling in the middle of a rollout;
 //! - `jobs`: Jobs' completions, failures, deadline, suspend, and tracking finalizers across a restart;
 //! - `leader`: two candidates on one Lease; one leads, the other takes over when it stops;
@@ -10,6 +11,7 @@
 //! - `workloads`: Deployments, ReplicaSets and the garbage collector, with a fake kubelet.
 
 mod cluster;
+mod cronjobs;
 mod history;
 mod jobs;
 mod kubelet;
