@@ -203,7 +203,7 @@ const BOUND_OBJECT_REFERENCE: Schema = &[
     (2, Field::Str("apiVersion")),
     (3, Field::Str("name")),
     (4, Field::Str("uid")),
-};
+];
 // meta/v1 DeleteOptions (`kubectl drain`'s DELETE bodies and each Eviction's options) and
 // policy/v1 Eviction and PodDisruptionBudget (`k8s.io/api/policy/v1/generated.proto`).
 const DELETE_OPTIONS: Schema = &[
