@@ -92,6 +92,9 @@ impl ClusterBuilder {
     pub fn controller_manager_args(mut self, args: &[&str]) -> Self {
         self.controller_manager_args
             .extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
     /// The kubelets' `--pod-pids-limit`.
     pub fn pod_pids_limit(mut self, limit: i64) -> Self {
         self.pod_pids_limit = Some(limit);
