@@ -13,7 +13,7 @@ async fn kubectl_creates_configmaps_and_secrets_from_literals_files_and_env_file
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     let file = kubectl.manifest("game.properties", "lives=3\nsecret.code=uuddlrlr\n");
     let env_file = kubectl.manifest("app.env", "# settings\nMODE=fast\nLEVEL=debug\n");
     let (file, env_file) = (

@@ -25,7 +25,7 @@ async fn kubectl_rolls_out_a_daemon_set_and_scales_a_replication_controller() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     let manifest = kubectl.manifest("ds.yaml", DAEMON_SET);
     let applied = kubectl
         .ok(&["apply", "-f", manifest.to_str().unwrap()])

@@ -71,7 +71,7 @@ async fn kubectl_drain_waits_for_the_budget_and_moves_the_pods() {
         .start()
         .await
         .expect("start cluster");
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     kubectl.ok(&["cordon", "node-2"]).await;
     let deployment = kubectl.manifest("web.yaml", DEPLOYMENT);
     kubectl

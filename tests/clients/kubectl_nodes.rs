@@ -36,7 +36,7 @@ async fn kubectl_cordons_uncordons_and_taints_a_node() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
 
     let cordoned = kubectl.ok(&["cordon", "node-1"]).await;
     assert_eq!(cordoned.trim(), "node/node-1 cordoned");
