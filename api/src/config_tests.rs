@@ -1,3 +1,5 @@
+//! Unit tests of `config`: keys, Secret types, `stringData` and `immutable`.
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;

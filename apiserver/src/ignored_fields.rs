@@ -2,8 +2,8 @@
 //!
 //! minik implements a slice of Kubernetes, yet it takes any valid manifest, so that the manifests
 //! people already have apply unchanged. A field the cluster then silently ignores is a trap
-//! (`hostNetwork: true` that gives the pod its own IP anyway, a `secretKeyRef` that yields an
-//! empty variable), so each create or update of such an object answers with one
+//! (`hostNetwork: true` that gives the pod its own IP anyway, a `fieldRef` the kubelet cannot
+//! resolve), so each create or update of such an object answers with one
 //! `Warning: 299 - "minik: spec.hostNetwork is ignored (the pod gets its own IP)"` header per
 //! field, which kubectl prints on stderr (docs/real-clients.md#errors: "the right channel for
 //! accepted but not implemented"). The warnings are sent whatever `fieldValidation` says: they are
@@ -25,15 +25,16 @@
 //! Not in the tables, on purpose:
 //! - everything minik does implement (see the module tests' "supported" manifests): `nodeName`,
 //!   `nodeSelector`, required node affinity, tolerations, cpu/memory requests and `overhead` (the
-//!   scheduler); `command`/`args`, `env` values and the common `fieldRef`s, `workingDir`, ports,
+//!   scheduler); `command`/`args`, `env` values, `valueFrom` and `envFrom`, `workingDir`, ports,
 //!   `exec`/`httpGet`/`tcpSocket` probes with their timings, `postStart`/`preStop` hooks,
-//!   `emptyDir`/`hostPath` volumes with `subPath`, `restartPolicy`, `terminationGracePeriodSeconds`
+//!   emptyDir/hostPath/configMap/secret/downwardAPI/projected volumes with `subPath`, sidecars,
+//!   `restartPolicy`, `terminationGracePeriodSeconds`
 //!   (the kubelet); `selector`, named `targetPort`s, `publishNotReadyAddresses`, selector-less
 //!   Services (the endpoint controller); `sessionAffinity: ClientIP` with its timeout (the proxy);
 //! - the defaults the apiserver itself fills in (`dnsPolicy: ClusterFirst`,
 //!   `enableServiceLinks: true`, `imagePullPolicy`, `terminationMessagePath`, …): a client that
 //!   reads an object and writes it back sends them, and warning about every pod helps no one, even
-//!   where minik does nothing with them (no service environment variables, no image pulls);
+//!   where minik does nothing with them (no image pulls);
 //! - fields whose request minik already meets by having no isolation at all (`hostPID`, `hostIPC`,
 //!   `shareProcessNamespace`: every process sees the host's).
 //!
@@ -121,22 +122,26 @@ const fn within(path: &'static str, rules: &'static [Rule]) -> Rule {
     In { path, rules }
 }
 
-/// The `fieldRef` paths the kubelet resolves (`env_value` in `kubelet/src/container.rs`); any
-/// other (`status.podIPs`, `metadata.labels` as a whole, …) becomes an empty string.
+/// The `fieldRef` paths the kubelet resolves (`field_value` in `kubelet/src/downward.rs`); any
+/// other holds the container in `CreateContainerConfigError`.
 const ENV_FIELD_PATHS: &[&str] = &[
     "metadata.name",
     "metadata.namespace",
     "metadata.uid",
+    "metadata.labels",
+    "metadata.annotations",
     "status.podIP",
+    "status.podIPs",
     "status.hostIP",
+    "status.hostIPs",
     "spec.nodeName",
     "spec.serviceAccountName",
     "metadata.labels['*",
     "metadata.annotations['*",
 ];
 
-/// The ending of the warnings about environment variables minik cannot fill in.
-const EMPTY_STRING: &str = "is resolved to an empty string";
+/// The ending of the warning about a `fieldRef` minik cannot resolve.
+const UNRESOLVED: &str = "is not supported (the container cannot start)";
 
 /// `kubelet/src/probes.rs`: `exec`, `httpGet` (always over http) and `tcpSocket`; a gRPC probe
 /// has no handler there, so it fails every time.
@@ -154,15 +159,13 @@ const HOOK: &[Rule] = &[field(
     "is sent over plain HTTP",
 )];
 
-/// `env[i]`: `value` and [`ENV_FIELD_PATHS`] are resolved (`kubelet/src/container.rs`); minik has
-/// no Secrets or ConfigMaps to read and no resource accounting, so these come out empty.
-#[rustfmt::skip]
-const ENV_VAR: &[Rule] = &[
-    field("valueFrom.fieldRef.fieldPath", IsNot(ENV_FIELD_PATHS), EMPTY_STRING),
-    field("valueFrom.secretKeyRef",       Set,                    EMPTY_STRING),
-    field("valueFrom.configMapKeyRef",    Set,                    EMPTY_STRING),
-    field("valueFrom.resourceFieldRef",   Set,                    EMPTY_STRING),
-];
+/// `env[i]`: `value`, ConfigMap and Secret keys, resources and [`ENV_FIELD_PATHS`] are resolved
+/// (`kubelet/src/env.rs`).
+const ENV_VAR: &[Rule] = &[field(
+    "valueFrom.fieldRef.fieldPath",
+    IsNot(ENV_FIELD_PATHS),
+    UNRESOLVED,
+)];
 
 /// `volumeMounts[i]`: `kubelet/src/volumes.rs` links the volume (or its `subPath`) into the
 /// container's tree; without mount namespaces nothing can be made read-only or propagated.
@@ -181,7 +184,6 @@ const CONTAINER_PORT: &[Rule] = &[ignored("hostPort"), ignored("hostIP")];
 /// what they do not.
 #[rustfmt::skip]
 const CONTAINER: &[Rule] = &[
-    ignored("envFrom"),
     within("env", ENV_VAR),
     within("ports", CONTAINER_PORT),
     // Requests feed the scheduler (cpu and memory only); nothing enforces limits (no cgroups).
@@ -207,23 +209,23 @@ const CONTAINER: &[Rule] = &[
     within("startupProbe", PROBE),
 ];
 
-/// An init container: a container, and `restartPolicy: Always` (a sidecar) is not special to
-/// minik's kubelet (`kubelet/src/plan.rs`), so the next init container waits for it to exit.
-#[rustfmt::skip]
-const INIT_CONTAINER: &[Rule] = &[
-    field("restartPolicy", Is(&["Always"]),
-          "is ignored (the sidecar must exit before the next container starts)"),
-    within("", CONTAINER),
-];
+/// An init container: a container (`restartPolicy: Always`, a sidecar, is run as upstream does,
+/// `kubelet/src/plan.rs`).
+const INIT_CONTAINER: &[Rule] = &[within("", CONTAINER)];
 
 /// What the kubelet mounts in place of a volume source it does not implement.
 const EMPTY_DIRECTORY: &str = "is mounted as an empty directory";
 
-/// `volumes[i]`: `kubelet/src/volumes.rs` implements `emptyDir` and `hostPath` (with its `type`);
-/// every other source becomes an empty per-pod directory.
+/// `volumes[i]`: `kubelet/src/volumes.rs` implements `emptyDir` and `hostPath` (with its `type`),
+/// `kubelet/src/projection.rs` configMap, secret, downwardAPI and projected; every other source
+/// becomes an empty per-pod directory.
 #[rustfmt::skip]
 const VOLUME: &[Rule] = &[
-    OtherFields { path: "", keep: &["name", "emptyDir", "hostPath"], says: EMPTY_DIRECTORY },
+    OtherFields {
+        path: "",
+        keep: &["name", "emptyDir", "hostPath", "configMap", "secret", "downwardAPI", "projected"],
+        says: EMPTY_DIRECTORY,
+    },
     ignored("emptyDir.medium"),
     ignored("emptyDir.sizeLimit"),
 ];

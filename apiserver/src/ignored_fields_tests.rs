@@ -144,7 +144,7 @@ fn each_ignored_pod_field_is_named_with_its_path_and_index() {
             "envFrom": [{"configMapRef": {"name": "c"}}],
             "env": [{"name": "OK", "value": "1"},
                     {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
-                    {"name": "IPS", "valueFrom": {"fieldRef": {"fieldPath": "status.podIPs"}}}],
+                    {"name": "GEN", "valueFrom": {"fieldRef": {"fieldPath": "metadata.generateName"}}}],
             "ports": [{"containerPort": 80, "hostPort": 8080}],
             "resources": {"limits": {"memory": "1Gi"}, "requests": {"cpu": "1", "nvidia.com/gpu": "1"}},
             "securityContext": {"privileged": true}, "stdin": true, "tty": true,
@@ -153,7 +153,7 @@ fn each_ignored_pod_field_is_named_with_its_path_and_index() {
             "lifecycle": {"preStop": {"httpGet": {"port": 443, "scheme": "HTTPS"}}},
             "livenessProbe": {"grpc": {"port": 9000}},
             "readinessProbe": {"httpGet": {"port": 443, "scheme": "HTTPS"}}})],
-        "volumes": [{"name": "v", "emptyDir": {"medium": "Memory"}}, {"name": "c", "configMap": {"name": "x"}}]}});
+        "volumes": [{"name": "v", "emptyDir": {"medium": "Memory"}}, {"name": "c", "persistentVolumeClaim": {"claimName": "x"}}]}});
     assert_eq!(
         warnings("Pod", &pod),
         [
@@ -173,10 +173,7 @@ fn each_ignored_pod_field_is_named_with_its_path_and_index() {
             "minik: spec.dnsPolicy None is ignored (minik has no cluster DNS)",
             "minik: spec.dnsConfig is ignored",
             "minik: spec.imagePullSecrets is ignored (minik pulls no images)",
-            "minik: spec.initContainers[1].restartPolicy Always is ignored (the sidecar must exit before the next container starts)",
-            "minik: spec.containers[1].envFrom is ignored",
-            "minik: spec.containers[1].env[1].valueFrom.secretKeyRef is resolved to an empty string",
-            "minik: spec.containers[1].env[2].valueFrom.fieldRef.fieldPath status.podIPs is resolved to an empty string",
+            "minik: spec.containers[1].env[2].valueFrom.fieldRef.fieldPath metadata.generateName is not supported (the container cannot start)",
             "minik: spec.containers[1].ports[0].hostPort is ignored",
             "minik: spec.containers[1].resources.limits is not enforced",
             "minik: spec.containers[1].resources.requests[nvidia.com/gpu] is ignored",
@@ -189,7 +186,7 @@ fn each_ignored_pod_field_is_named_with_its_path_and_index() {
             "minik: spec.containers[1].livenessProbe.grpc is not supported (the probe always fails)",
             "minik: spec.containers[1].readinessProbe.httpGet.scheme HTTPS is probed over plain HTTP",
             "minik: spec.volumes[0].emptyDir.medium is ignored",
-            "minik: spec.volumes[1].configMap is mounted as an empty directory",
+            "minik: spec.volumes[1].persistentVolumeClaim is mounted as an empty directory",
         ]
     );
 }

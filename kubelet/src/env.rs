@@ -53,8 +53,10 @@ pub fn make_environment(
         .and_then(|s| s.enable_service_links)
         .unwrap_or(true);
     let services = lookup.services()?;
-    let mut env = Environment::default();
-    env.vars = crate::envvars::service_env(&services, namespace, links);
+    let mut env = Environment {
+        vars: crate::envvars::service_env(&services, namespace, links),
+        ..Default::default()
+    };
     env.vars.extend(base);
     for source in container.env_from.iter().flatten() {
         env_from(namespace, source, lookup, &mut env)?;

@@ -1,3 +1,5 @@
+//! Unit tests of `env::make_environment`: valueFrom, envFrom with prefixes and invalid keys, missing references.
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

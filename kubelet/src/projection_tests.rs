@@ -1,3 +1,5 @@
+//! Unit tests of `projection::payload`: keys, items, modes, optional sources, downward and projected volumes.
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{

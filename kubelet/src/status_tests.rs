@@ -335,3 +335,48 @@ fn go_durations_print_like_go() {
     assert_eq!(go_duration(Duration::from_secs(80)), "1m20s");
     assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
 }
+
+#[test]
+fn a_started_sidecar_counts_as_initialized_and_for_readiness() {
+    let mut sidecar_pod = pod_with_init(&["proxy", "setup"], &["web"], "Never");
+    sidecar_pod
+        .spec
+        .as_mut()
+        .unwrap()
+        .init_containers
+        .as_mut()
+        .unwrap()[0]
+        .restart_policy = Some("Always".into());
+    let only_sidecar = Facts::new(sidecar_pod.clone(), vec![running("proxy", 0, 1)]);
+    let status = only_sidecar.compute(2);
+    assert_eq!(status.phase.as_deref(), Some("Pending"));
+    assert_eq!(condition(&status, "Initialized").status, "False");
+    let all = Facts::new(
+        sidecar_pod,
+        vec![
+            running("proxy", 0, 1),
+            exited("setup", 0, 2, 3, 0),
+            running("web", 0, 4),
+        ],
+    );
+    let status = all.compute(5);
+    assert_eq!(status.phase.as_deref(), Some("Running"));
+    assert_eq!(condition(&status, "Initialized").status, "True");
+    assert_eq!(condition(&status, "Ready").status, "True");
+    let mut unready = all;
+    unready
+        .pod
+        .spec
+        .as_mut()
+        .unwrap()
+        .init_containers
+        .as_mut()
+        .unwrap()[0]
+        .readiness_probe = Some(Default::default());
+    let status = unready.compute(5);
+    assert_eq!(
+        condition(&status, "Ready").status,
+        "False",
+        "the sidecar is not ready"
+    );
+}

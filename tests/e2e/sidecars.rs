@@ -136,8 +136,7 @@ async fn a_sidecar_outlives_its_init_peers_restarts_and_stops_last() {
     let web_exit = event_time(&web_log, "exit").expect("web exit line");
     let sidecar_term = sidecar_log
         .lines()
-        .filter(|l| l.contains("event=sigterm "))
-        .last()
+        .rfind(|l| l.contains("event=sigterm "))
         .and_then(|l| event_time(l, "sigterm"))
         .expect("sidecar sigterm line");
     assert!(

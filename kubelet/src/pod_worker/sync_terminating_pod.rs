@@ -72,7 +72,7 @@ impl PodWorker {
         // within the same grace period (upstream's `killContainersWithSyncResult` since 1.29).
         let (sidecars, main) = split_sidecars(pod_ref, &running);
         let stops = async {
-            join_all(main.iter().map(|c| stop(c)).collect::<Vec<_>>()).await;
+            join_all(main.iter().map(&stop).collect::<Vec<_>>()).await;
             for sidecar in sidecars.iter().rev() {
                 stop(sidecar).await;
             }
