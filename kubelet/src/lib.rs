@@ -28,7 +28,8 @@
 //! them through the API first).
 //!
 //! minik simplifies: no pause containers, images, cgroups, resource enforcement, static pods,
-//! eviction or node pressure; the node is always Ready.
+//! eviction or node pressure; the node always reports itself Ready (the controller manager marks a
+//! silent one Unknown).
 //!
 //! Modules with children use the `name/mod.rs` layout (`cri/`, `images/`, `pod_worker/`,
 //! `shim/`), as the rest of the workspace does; unit-test fixtures are in `testing.rs`.

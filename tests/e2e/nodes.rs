@@ -269,6 +269,37 @@ async fn a_dead_node_is_tainted_its_pods_leave_the_endpoints_and_are_evicted() {
     stop_clean(cluster).await;
 }
 
+/// A kubelet that is alive writes its status again as soon as its Node says otherwise (here a
+/// Ready=Unknown written by hand, as the node lifecycle controller would after a partition), not
+/// five minutes later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_live_kubelet_puts_ready_back_at_once() {
+    let _machine = crate::support::shared().await;
+    let cluster = Cluster::builder()
+        .without_services()
+        .start()
+        .await
+        .expect("cluster");
+    let unknown = json!({ "status": { "conditions": [{ "type": "Ready", "status": "Unknown",
+        "reason": "NodeStatusUnknown", "message": "Kubelet stopped posting node status." }] } });
+    cluster
+        .nodes()
+        .patch_status("node-1", &minik_client::Patch::Strategic(unknown))
+        .await
+        .expect("mark Unknown");
+    let back = wait_for(
+        &cluster.nodes(),
+        "node-1",
+        |n| ready(n) == "True",
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("Ready again");
+    let reason = back.status.unwrap().conditions.unwrap()[0].reason.clone();
+    assert_eq!(reason.as_deref(), Some("KubeletReady"));
+    stop_clean(cluster).await;
+}
+
 /// Pod GC: finished pods beyond `--terminated-pod-gc-threshold` go, oldest first; a pod bound to a
 /// node that does not exist goes after the quarantine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
