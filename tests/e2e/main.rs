@@ -17,6 +17,7 @@ mod services; // endpoints and the proxy
 mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress deadline
 mod supervision; // minik up restarts every component killed with -9, no write lost
 mod up; // minik up, status, down
+mod watch_resume; // minik get -w across an apiserver restart
 mod workload_faults; // scaling mid-rollout, the controller manager killed with -9
 
 /// Shared helpers for the scenarios.
