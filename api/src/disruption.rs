@@ -70,27 +70,30 @@ pub fn check_and_decrement(
     pdb: &PodDisruptionBudget,
     pod_name: &str,
     now: Timestamp,
-) -> Result<PodDisruptionBudgetStatus, Status> {
+) -> Result<PodDisruptionBudgetStatus, Box<Status>> {
     let name = pdb.metadata.name.as_deref().unwrap_or("");
     let mut next = pdb.status.clone().unwrap_or_default();
     let generation = pdb.metadata.generation.unwrap_or(0);
     if next.observed_generation.unwrap_or(0) < generation {
         let why = format!("The disruption budget {name} is still being processed by the server.");
-        return Err(too_many_requests(&why));
+        return Err(Box::new(too_many_requests(&why)));
     }
     if next.disruptions_allowed < 0 {
-        return Err(forbidden(name, "pdb disruptions allowed is negative"));
+        return Err(Box::new(forbidden(
+            name,
+            "pdb disruptions allowed is negative",
+        )));
     }
     if next.disrupted_pods.as_ref().map_or(0, BTreeMap::len) > MAX_DISRUPTED_PODS {
         let why = "DisruptedPods map too big - too many evictions not confirmed by PDB controller";
-        return Err(forbidden(name, why));
+        return Err(Box::new(forbidden(name, why)));
     }
     if next.disruptions_allowed == 0 {
         let why = format!(
             "The disruption budget {name} needs {} healthy pods and has {} currently",
             next.desired_healthy, next.current_healthy
         );
-        return Err(too_many_requests(&why));
+        return Err(Box::new(too_many_requests(&why)));
     }
     next.disruptions_allowed -= 1;
     if next.disruptions_allowed == 0 {

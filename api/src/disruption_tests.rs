@@ -1,3 +1,6 @@
+//! Tests of the eviction rules: the 429 and its cause, budgets not yet observed, pods that ignore
+//! budgets, unready pods, and the condition's transition time.
+
 use super::*;
 use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

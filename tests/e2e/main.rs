@@ -25,6 +25,7 @@ mod slices; // EndpointSlices during a graceful deletion, the proxy's last-resor
 mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress deadline
 mod supervision; // minik up restarts every component killed with -9, no write lost
 mod up; // minik up, status, down
+mod watch_resume; // minik get -w across an apiserver restart
 mod workload_faults; // scaling mid-rollout, the controller manager killed with -9
 
 /// Shared helpers for the scenarios.

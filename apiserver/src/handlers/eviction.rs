@@ -70,7 +70,7 @@ pub async fn evict(state: &AppState, request: &ApiRequest) -> ApiResult<Response
             break;
         }
         let next = check_and_decrement(&budget, target.name(), Timestamp::now())
-            .map_err(ApiError::from)?;
+            .map_err(|status| ApiError::from(*status))?;
         if dry_run {
             break;
         }

@@ -4,7 +4,9 @@
 //! then watches from the list's resourceVersion and prints one row per event, keeping the column
 //! widths of the first table (tabwriter's `RememberWidths`). A named `get pod web -w` watches with
 //! `fieldSelector=metadata.name=web`. Unlike kubectl, minik resumes a watch the server ended, from
-//! the last resourceVersion it saw, instead of exiting.
+//! the last resourceVersion it saw, instead of exiting — also when the apiserver went away for a
+//! while (a restart), retrying with a doubling wait up to 5 s; a version the server no longer has
+//! (410) makes it list again and go on from there, as an informer does.
 
 use anyhow::bail;
 use futures::StreamExt;
@@ -101,90 +103,144 @@ pub async fn watch(
         writer: TabWriter::default(),
         header_printed: false,
     };
-    let path = list_path(args, namespace, info, field_selector.as_deref());
-    let (found, mut resource_version) = if printer.as_table() {
-        let table = client.get_table(&path).await?;
-        printer.print_table(&table);
-        (table.rows.len(), rv_of_table(&table).unwrap_or_default())
-    } else {
-        let list = client
-            .request_json(reqwest::Method::GET, &path, None)
-            .await?;
-        let resource_version = rv_of(&list).unwrap_or_default();
-        let objects = items_of(list, info);
-        for object in &objects {
-            printer.print_object(object)?;
-        }
-        (objects.len(), resource_version)
-    };
+    let list = list_path(args, namespace, info, field_selector.as_deref());
+    let (found, mut resource_version) = list_and_print(client, &list, &mut printer).await?;
     if let (Some(name), 0) = (names.first(), found) {
         return Err(
             minik_client::Error::Api(minik_api::status::not_found(info.plural, name)).into(),
         );
     }
+    let mut backoff = RECONNECT_FIRST;
     loop {
-        let path = with_query(
-            &path,
+        let watch_path = with_query(
+            &list,
             &[
                 ("watch", Some("true")),
                 ("resourceVersion", Some(resource_version.as_str())),
                 ("allowWatchBookmarks", Some("true")),
             ],
         );
-        resource_version = if printer.as_table() {
-            follow_tables(client, &path, &mut printer, resource_version).await?
+        let followed = if printer.as_table() {
+            follow_tables(client, &watch_path, &mut printer, &mut resource_version).await
         } else {
-            follow_objects(client, &path, &mut printer, resource_version).await?
+            follow_objects(client, &watch_path, &mut printer, &mut resource_version).await
         };
+        match followed {
+            // The server ended the watch (its timeout): resume from the last version seen.
+            Ok(()) => backoff = RECONNECT_FIRST,
+            // The apiserver is away (restarting): resume from the same version once it answers,
+            // as client-go's RetryWatcher does; a 410 or another Status still ends the command.
+            Err(error) if is_transport(&error) => {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(RECONNECT_MAX);
+            }
+            // The version is too old for the server (a restarted apiserver's history starts
+            // later): list again and go on from the new list, as an informer relists.
+            Err(error) if is_expired(&error) => {
+                resource_version = list_and_print(client, &list, &mut printer).await?.1;
+            }
+            Err(error) => return Err(error),
+        }
     }
 }
 
-/// Prints every event of one watch as plain objects; returns the last resourceVersion seen.
+/// Lists the objects and prints them; returns how many and the list's resourceVersion.
+async fn list_and_print(
+    client: &Client,
+    path: &str,
+    printer: &mut Printer,
+) -> anyhow::Result<(usize, String)> {
+    if printer.as_table() {
+        let table = client.get_table(path).await?;
+        printer.print_table(&table);
+        return Ok((table.rows.len(), rv_of_table(&table).unwrap_or_default()));
+    }
+    let list = client
+        .request_json(reqwest::Method::GET, path, None)
+        .await?;
+    let resource_version = rv_of(&list).unwrap_or_default();
+    let objects = items_of(list, printer.info);
+    for object in &objects {
+        printer.print_object(object)?;
+    }
+    Ok((objects.len(), resource_version))
+}
+
+/// A 410 Gone: the watch's version is older than the server's history.
+fn is_expired(error: &anyhow::Error) -> bool {
+    error
+        .downcast_ref::<minik_client::Error>()
+        .and_then(|e| e.status())
+        .is_some_and(|status| status.code == Some(410))
+}
+
+/// The first wait before reconnecting a watch the apiserver dropped.
+const RECONNECT_FIRST: std::time::Duration = std::time::Duration::from_millis(200);
+/// The longest wait between reconnection attempts.
+const RECONNECT_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A failure to reach the apiserver (refused, reset), not an answer from it.
+fn is_transport(error: &anyhow::Error) -> bool {
+    matches!(
+        error.downcast_ref::<minik_client::Error>(),
+        Some(minik_client::Error::Http(_))
+    )
+}
+
+/// Prints every event of one watch as plain objects, keeping the last resourceVersion seen.
 async fn follow_objects(
     client: &Client,
     path: &str,
     printer: &mut Printer,
-    mut resource_version: String,
-) -> anyhow::Result<String> {
+    resource_version: &mut String,
+) -> anyhow::Result<()> {
     let mut events = client.watch_raw::<Value>(path).await?;
     while let Some(event) = events.next().await {
         match event? {
             WatchEvent::Added(object)
             | WatchEvent::Modified(object)
             | WatchEvent::Deleted(object) => {
-                resource_version = rv_of(&object).unwrap_or(resource_version);
+                if let Some(rv) = rv_of(&object) {
+                    *resource_version = rv;
+                }
                 printer.print_object(&with_kind(object, printer.info))?;
             }
             WatchEvent::Bookmark(object) => {
-                resource_version = rv_of(&object).unwrap_or(resource_version)
+                if let Some(rv) = rv_of(&object) {
+                    *resource_version = rv;
+                }
             }
             WatchEvent::Error(status) => return Err(minik_client::Error::Api(status).into()),
         }
     }
-    Ok(resource_version)
+    Ok(())
 }
 
-/// Prints every event of one watch as server Table rows; returns the last resourceVersion seen.
+/// Prints every event of one watch as server Table rows, keeping the last resourceVersion seen.
 async fn follow_tables(
     client: &Client,
     path: &str,
     printer: &mut Printer,
-    mut resource_version: String,
-) -> anyhow::Result<String> {
+    resource_version: &mut String,
+) -> anyhow::Result<()> {
     let mut events = client.watch_tables(path).await?;
     while let Some(event) = events.next().await {
         match event? {
             WatchEvent::Added(table) | WatchEvent::Modified(table) | WatchEvent::Deleted(table) => {
-                resource_version = rv_of_table(&table).unwrap_or(resource_version);
+                if let Some(rv) = rv_of_table(&table) {
+                    *resource_version = rv;
+                }
                 printer.print_table(&table);
             }
             WatchEvent::Bookmark(table) => {
-                resource_version = rv_of_table(&table).unwrap_or(resource_version)
+                if let Some(rv) = rv_of_table(&table) {
+                    *resource_version = rv;
+                }
             }
             WatchEvent::Error(status) => return Err(minik_client::Error::Api(status).into()),
         }
     }
-    Ok(resource_version)
+    Ok(())
 }
 
 fn rv_of(object: &Value) -> Option<String> {

@@ -1,3 +1,6 @@
+//! Table tests of the disruption arithmetic: every form of the spec, evictions that expire,
+//! terminating pods, and a budget whose scale cannot be known.
+
 use super::*;
 use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
 use k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec;
