@@ -28,9 +28,9 @@
 //!
 //! Read next: `apiserver/src/lib.rs`, where these objects are stored and served.
 
-pub mod daemonsets;
 pub mod cron;
 pub mod cronjobs;
+pub mod daemonsets;
 pub mod defaults;
 pub mod grace;
 pub mod jobs;

@@ -482,6 +482,30 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
             ],
         ),
         role(
+            "system:controller:cronjob-controller",
+            vec![
+                rule(
+                    &["get", "list", "watch", "update"],
+                    &["batch"],
+                    &["cronjobs"],
+                ),
+                rule(
+                    &[
+                        "create", "delete", "get", "list", "patch", "update", "watch",
+                    ],
+                    &["batch"],
+                    &["jobs"],
+                ),
+                rule(
+                    &["update", "patch"],
+                    &["batch"],
+                    &["cronjobs/status", "cronjobs/finalizers"],
+                ),
+                rule(&["list", "delete"], &[""], &["pods"]),
+                events(),
+            ],
+        ),
+        role(
             "system:controller:generic-garbage-collector",
             vec![rule(
                 &["get", "list", "watch", "patch", "update", "delete"],
@@ -566,6 +590,7 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
         "job-controller",
         "replication-controller",
         "daemon-set-controller",
+        "cronjob-controller",
         "generic-garbage-collector",
     ] {
         let user = subject("User", "system:kube-controller-manager");
