@@ -94,12 +94,22 @@ impl Schedule {
         let limit = start.year() + 5;
         while time.year() <= limit {
             if self.months & (1 << time.month()) == 0 {
-                time = time.first_of_month().checked_add(jiff::Span::new().months(1)).ok()?;
+                time = time
+                    .first_of_month()
+                    .checked_add(jiff::Span::new().months(1))
+                    .ok()?;
                 time = time.with().hour(0).minute(0).build().ok()?;
                 continue;
             }
             if !self.day_matches(time) {
-                time = time.tomorrow().ok()?.with().hour(0).minute(0).build().ok()?;
+                time = time
+                    .tomorrow()
+                    .ok()?
+                    .with()
+                    .hour(0)
+                    .minute(0)
+                    .build()
+                    .ok()?;
                 continue;
             }
             if self.hours & (1 << time.hour()) == 0 {
@@ -148,10 +158,19 @@ fn field(text: &str, min: u32, max: u32, names: &[&str]) -> Result<u64, String> 
         } else {
             let low = value(range, names, min)?;
             // `a/n` runs from a to the field's end.
-            (low, if step > 1 || part.contains('/') { max } else { low })
+            (
+                low,
+                if step > 1 || part.contains('/') {
+                    max
+                } else {
+                    low
+                },
+            )
         };
         if low < min || high > max || low > high {
-            return Err(format!("end of range ({high}) above maximum ({max}): {part}"));
+            return Err(format!(
+                "end of range ({high}) above maximum ({max}): {part}"
+            ));
         }
         for value in (low..=high).step_by(step as usize) {
             bits |= 1 << value;
@@ -183,21 +202,48 @@ mod tests {
 
     #[test]
     fn the_next_time_steps_field_by_field() {
-        assert_eq!(next("*/15 * * * *", "2026-11-22T02:05:00Z"), "2026-11-22T02:15:00Z");
-        assert_eq!(next("0 * * * *", "2026-11-22T02:00:00Z"), "2026-11-22T03:00:00Z");
-        assert_eq!(next("@daily", "2026-11-22T02:05:00Z"), "2026-11-23T00:00:00Z");
-        assert_eq!(next("30 6 * * MON-FRI", "2026-11-21T10:00:00Z"), "2026-11-23T06:30:00Z");
-        assert_eq!(next("0 0 1 jan *", "2026-11-22T00:00:00Z"), "2027-01-01T00:00:00Z");
-        assert_eq!(next("0 0 29 2 *", "2026-03-01T00:00:00Z"), "2028-02-29T00:00:00Z");
+        assert_eq!(
+            next("*/15 * * * *", "2026-11-22T02:05:00Z"),
+            "2026-11-22T02:15:00Z"
+        );
+        assert_eq!(
+            next("0 * * * *", "2026-11-22T02:00:00Z"),
+            "2026-11-22T03:00:00Z"
+        );
+        assert_eq!(
+            next("@daily", "2026-11-22T02:05:00Z"),
+            "2026-11-23T00:00:00Z"
+        );
+        assert_eq!(
+            next("30 6 * * MON-FRI", "2026-11-21T10:00:00Z"),
+            "2026-11-23T06:30:00Z"
+        );
+        assert_eq!(
+            next("0 0 1 jan *", "2026-11-22T00:00:00Z"),
+            "2027-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            next("0 0 29 2 *", "2026-03-01T00:00:00Z"),
+            "2028-02-29T00:00:00Z"
+        );
         assert_eq!(next("0 0 30 2 *", "2026-03-01T00:00:00Z"), "");
     }
 
     #[test]
     fn two_restricted_day_fields_match_either_and_seven_is_sunday() {
         // The 1st of the month or any Sunday: 2026-11-22 is a Sunday.
-        assert_eq!(next("0 9 1 * 7", "2026-11-21T12:00:00Z"), "2026-11-22T09:00:00Z");
-        assert_eq!(next("0 9 1 * 7", "2026-11-29T12:00:00Z"), "2026-12-01T09:00:00Z");
-        assert_eq!(next("0 9 * * 0", "2026-11-21T12:00:00Z"), "2026-11-22T09:00:00Z");
+        assert_eq!(
+            next("0 9 1 * 7", "2026-11-21T12:00:00Z"),
+            "2026-11-22T09:00:00Z"
+        );
+        assert_eq!(
+            next("0 9 1 * 7", "2026-11-29T12:00:00Z"),
+            "2026-12-01T09:00:00Z"
+        );
+        assert_eq!(
+            next("0 9 * * 0", "2026-11-21T12:00:00Z"),
+            "2026-11-22T09:00:00Z"
+        );
     }
 
     #[test]
@@ -211,7 +257,9 @@ mod tests {
 
     #[test]
     fn bad_schedules_say_why() {
-        assert!(Schedule::parse("* * * *").unwrap_err().contains("exactly 5 fields"));
+        assert!(Schedule::parse("* * * *")
+            .unwrap_err()
+            .contains("exactly 5 fields"));
         assert!(Schedule::parse("61 * * * *").is_err());
         assert!(Schedule::parse("*/0 * * * *").is_err());
         assert!(Schedule::parse("@every 5m").is_err());

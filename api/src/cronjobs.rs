@@ -70,7 +70,10 @@ pub fn validate_cron_job(cj: &CronJob) -> Vec<StatusCause> {
         ));
     }
     let counts = [
-        ("spec.startingDeadlineSeconds", spec.starting_deadline_seconds),
+        (
+            "spec.startingDeadlineSeconds",
+            spec.starting_deadline_seconds,
+        ),
         (
             "spec.successfulJobsHistoryLimit",
             spec.successful_jobs_history_limit.map(i64::from),
@@ -101,9 +104,7 @@ fn validate_job_template(cj: &CronJob) -> Vec<StatusCause> {
     let mut causes: Vec<StatusCause> = validate_template_as_pod(&job_spec.template)
         .into_iter()
         .map(|mut cause| {
-            cause.field = cause
-                .field
-                .map(|field| format!("spec.jobTemplate.{field}"));
+            cause.field = cause.field.map(|field| format!("spec.jobTemplate.{field}"));
             cause
         })
         .collect();
@@ -169,12 +170,23 @@ mod tests {
         let mut tz = cron_job(json!({"schedule": "TZ=UTC 0 * * * *"}));
         default_cron_job(&mut tz);
         let causes = validate_cron_job(&tz);
-        assert!(causes[0].message.as_deref().unwrap().contains("use timeZone field"));
+        assert!(causes[0]
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("use timeZone field"));
         let mut always = cron_job(json!({"schedule": "@daily"}));
         default_cron_job(&mut always);
         let template = &mut always.spec.as_mut().unwrap().job_template;
-        template.spec.as_mut().unwrap().template.spec.as_mut().unwrap().restart_policy =
-            Some("Always".into());
+        template
+            .spec
+            .as_mut()
+            .unwrap()
+            .template
+            .spec
+            .as_mut()
+            .unwrap()
+            .restart_policy = Some("Always".into());
         assert_eq!(
             fields(&validate_cron_job(&always)),
             ["spec.jobTemplate.spec.template.spec.restartPolicy"]

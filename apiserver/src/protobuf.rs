@@ -237,6 +237,24 @@ const POD_DISRUPTION_BUDGET: Schema = &[
         ),
     ),
 ];
+// batch/v1 CronJob, as `kubectl create cronjob` fills it (issue 20).
+const CRON_JOB: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::Message("spec", CRON_JOB_SPEC)),
+];
+const CRON_JOB_SPEC: Schema = &[
+    (1, Field::Str("schedule")),
+    (2, Field::OptInt("startingDeadlineSeconds")),
+    (3, Field::Str("concurrencyPolicy")),
+    (5, Field::Message("jobTemplate", JOB_TEMPLATE_SPEC)),
+    (6, Field::OptInt("successfulJobsHistoryLimit")),
+    (7, Field::OptInt("failedJobsHistoryLimit")),
+    (8, Field::Str("timeZone")),
+];
+const JOB_TEMPLATE_SPEC: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::Message("spec", JOB_SPEC)),
+];
 
 /// One raw field: its number and its payload (a varint, or length-delimited bytes).
 enum Raw<'a> {
@@ -428,6 +446,7 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
         "DeleteOptions" => DELETE_OPTIONS,
         "Eviction" => EVICTION,
         "PodDisruptionBudget" => POD_DISRUPTION_BUDGET,
+        "CronJob" => CRON_JOB,
         _ => return Err(Error::Unsupported(kind)),
     };
     let mut object = message(raw, schema)?;

@@ -1,6 +1,7 @@
 //! kubectl 1.32, unmodified, driving Jobs (issue 20): `create job NAME --image=busybox -- CMD`
 //! (a protobuf body), `wait --for=condition=complete`, `get jobs` (plain and wide), `describe job`, `logs
-//! job/NAME` and `delete job`. Every answer is checked on what kubectl prints.
+//! job/NAME` and `delete job`; `create cronjob`, `get cj` and `create job --from=cronjob/NAME`.
+//! Every answer is checked on what kubectl prints.
 
 use minik_api::batch::Job;
 use minik_api::core::Pod;
@@ -73,5 +74,59 @@ async fn kubectl_creates_waits_for_and_gets_a_job() {
     )
     .await
     .expect("kubectl deletes the pods in the background");
+    stop_clean(cluster).await;
+}
+
+/// `create cronjob` (a protobuf body), `get cronjobs` / `get cj`, and `create job --from=cronjob/`
+/// running the template at once.
+#[tokio::test]
+async fn kubectl_creates_a_cron_job_and_a_job_from_it() {
+    let Some(binary) = kubectl_binary() else {
+        return;
+    };
+    let cluster = cluster().await;
+    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let args = [
+        "create",
+        "cronjob",
+        "tick",
+        "--image=busybox",
+        "--schedule=0 0 1 1 *",
+        "--",
+        "sh",
+        "-c",
+        "echo tick",
+    ];
+    let created = kubectl.ok(&args).await;
+    assert!(created.contains("cronjob.batch/tick created"), "{created}");
+    let listed = kubectl.ok(&["get", "cj"]).await;
+    let header = cells(listed.lines().next().unwrap());
+    assert_eq!(
+        header,
+        ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "SCHEDULE", "AGE"]
+    );
+    let row = cells(line_of(&listed, "tick").expect("a row for tick"));
+    assert_eq!(
+        row[..9],
+        ["tick", "0", "0", "1", "1", "*", "<none>", "False", "0"],
+        "{listed}"
+    );
+    let from = kubectl
+        .ok(&["create", "job", "manual", "--from=cronjob/tick"])
+        .await;
+    assert!(from.contains("job.batch/manual created"), "{from}");
+    let waited = kubectl
+        .ok(&[
+            "wait",
+            "--for=condition=complete",
+            "job/manual",
+            "--timeout=90s",
+        ])
+        .await;
+    assert!(waited.contains("condition met"), "{waited}");
+    let logs = kubectl.ok(&["logs", "job/manual"]).await;
+    assert_eq!(logs.trim(), "tick");
+    kubectl.ok(&["delete", "cronjob", "tick"]).await;
+    kubectl.ok(&["delete", "job", "manual"]).await;
     stop_clean(cluster).await;
 }

@@ -167,7 +167,9 @@ pub fn cron_job_row(cj: &CronJob, now: Timestamp) -> Vec<String> {
     let mut row = vec![
         cj.metadata.name.clone().unwrap_or_default(),
         spec.schedule.clone(),
-        spec.time_zone.clone().unwrap_or_else(|| "<none>".to_string()),
+        spec.time_zone
+            .clone()
+            .unwrap_or_else(|| "<none>".to_string()),
         match spec.suspend {
             Some(true) => "True",
             Some(false) => "False",
@@ -178,7 +180,10 @@ pub fn cron_job_row(cj: &CronJob, now: Timestamp) -> Vec<String> {
         last,
         age(cj.metadata.creation_timestamp.as_ref().map(|t| t.0), now),
     ];
-    let mut cells = template_cells(Some(&job_spec.template), &job_spec.selector.clone().unwrap_or_default());
+    let mut cells = template_cells(
+        Some(&job_spec.template),
+        &job_spec.selector.clone().unwrap_or_default(),
+    );
     if job_spec.selector.is_none() {
         cells[2] = "<none>".to_string();
     }
@@ -237,7 +242,18 @@ mod tests {
         let cells = cells("CronJob", &cj, now()).unwrap().unwrap();
         assert_eq!(
             cells,
-            ["tick", "*/5 * * * *", "<none>", "False", "1", "60s", "2m", "web", "nginx", "<none>"]
+            [
+                "tick",
+                "*/5 * * * *",
+                "<none>",
+                "False",
+                "1",
+                "60s",
+                "2m",
+                "web",
+                "nginx",
+                "<none>"
+            ]
         );
     }
 

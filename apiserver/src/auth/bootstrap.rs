@@ -518,6 +518,30 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
             ],
         ),
         role(
+            "system:controller:cronjob-controller",
+            vec![
+                rule(
+                    &["get", "list", "watch", "update"],
+                    &["batch"],
+                    &["cronjobs"],
+                ),
+                rule(
+                    &[
+                        "create", "delete", "get", "list", "patch", "update", "watch",
+                    ],
+                    &["batch"],
+                    &["jobs"],
+                ),
+                rule(
+                    &["update", "patch"],
+                    &["batch"],
+                    &["cronjobs/status", "cronjobs/finalizers"],
+                ),
+                rule(&["list", "delete"], &[""], &["pods"]),
+                events(),
+            ],
+        ),
+        role(
             "system:controller:disruption-controller",
             vec![
                 rule(
@@ -643,6 +667,7 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
         "disruption-controller",
         "replication-controller",
         "daemon-set-controller",
+        "cronjob-controller",
         "generic-garbage-collector",
     ] {
         let user = subject("User", "system:kube-controller-manager");

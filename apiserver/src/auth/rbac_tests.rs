@@ -255,8 +255,8 @@ fn rules_for_collects_cluster_and_namespace_rules() {
     assert!(elsewhere.iter().any(|r| r.non_resource_urls.is_some()));
 }
 
-/// The controller manager's identity holds what the DaemonSet controller and the replication
-/// manager write (issue 20), and no more.
+/// The controller manager's identity holds what the DaemonSet, CronJob and replication
+/// controllers write (issue 20), and no more.
 #[test]
 fn the_controller_manager_may_run_daemon_sets_and_replication_controllers() {
     let policy = policy();
@@ -289,6 +289,12 @@ fn the_controller_manager_may_run_daemon_sets_and_replication_controllers() {
             true,
         ),
         ("POST", "/apis/apps/v1/namespaces/default/daemonsets", false),
+        ("POST", "/apis/batch/v1/namespaces/default/jobs", true),
+        (
+            "PATCH",
+            "/apis/batch/v1/namespaces/default/cronjobs/tick/status",
+            true,
+        ),
     ];
     for (method, path, allowed) in cases {
         let attributes = request_attributes(kcm.clone(), method, path, "");

@@ -10,8 +10,8 @@
 
 use minik_api::apps::DaemonSet;
 use minik_api::batch::CronJob;
-use minik_api::cronjobs::{default_cron_job, validate_cron_job};
 use minik_api::core::ReplicationController;
+use minik_api::cronjobs::{default_cron_job, validate_cron_job};
 use minik_api::daemonsets::{default_daemon_set, validate_daemon_set};
 use minik_api::meta::{ObjectMeta, StatusCause};
 use minik_api::replication::{default_replication_controller, validate_replication_controller};

@@ -33,7 +33,10 @@ pub enum Decision {
     /// Run the time `scheduled`; `missed` times were due (1 when on time).
     Run { scheduled: Timestamp, missed: usize },
     /// The most recent time is past its starting deadline.
-    TooLate { scheduled: Timestamp, next: Option<Timestamp> },
+    TooLate {
+        scheduled: Timestamp,
+        next: Option<Timestamp>,
+    },
 }
 
 /// The CronJob's time zone (UTC when unset or unknown).

@@ -30,11 +30,16 @@ fn nothing_runs_before_the_first_time_and_then_the_due_time_runs() {
     let cj = cron_job(json!({"schedule": "*/5 * * * *"}), json!({}));
     assert_eq!(
         decide_at(&cj, "2026-11-22T02:04:00Z"),
-        Decision::Wait { next: Some(at("2026-11-22T02:05:00Z")) }
+        Decision::Wait {
+            next: Some(at("2026-11-22T02:05:00Z"))
+        }
     );
     assert_eq!(
         decide_at(&cj, "2026-11-22T02:05:10Z"),
-        Decision::Run { scheduled: at("2026-11-22T02:05:00Z"), missed: 1 }
+        Decision::Run {
+            scheduled: at("2026-11-22T02:05:00Z"),
+            missed: 1
+        }
     );
 }
 
@@ -46,7 +51,10 @@ fn of_many_missed_times_only_the_latest_runs() {
     );
     assert_eq!(
         decide_at(&cj, "2026-11-22T04:01:30Z"),
-        Decision::Run { scheduled: at("2026-11-22T04:01:00Z"), missed: 120 }
+        Decision::Run {
+            scheduled: at("2026-11-22T04:01:00Z"),
+            missed: 120
+        }
     );
 }
 
@@ -58,21 +66,32 @@ fn a_starting_deadline_bounds_the_missed_times_and_skips_a_late_run() {
     );
     assert_eq!(
         decide_at(&cj, "2026-11-22T02:00:30Z"),
-        Decision::Run { scheduled: at("2026-11-22T02:00:00Z"), missed: 1 }
+        Decision::Run {
+            scheduled: at("2026-11-22T02:00:00Z"),
+            missed: 1
+        }
     );
     // Ten minutes late: outside the 60 s window, nothing is due.
     assert_eq!(
         decide_at(&cj, "2026-11-22T02:10:00Z"),
-        Decision::Wait { next: Some(at("2026-11-22T03:00:00Z")) }
+        Decision::Wait {
+            next: Some(at("2026-11-22T03:00:00Z"))
+        }
     );
 }
 
 #[test]
 fn the_job_is_named_after_its_minute_and_owned_by_the_cron_job() {
-    let cj = cron_job(json!({"schedule": "@hourly", "timeZone": "Asia/Tokyo"}), json!({}));
+    let cj = cron_job(
+        json!({"schedule": "@hourly", "timeZone": "Asia/Tokyo"}),
+        json!({}),
+    );
     let job = job_for(&cj, at("2026-11-22T02:00:00Z"));
     let value = serde_json::to_value(&job).unwrap();
-    assert_eq!(value["metadata"]["name"], format!("tick-{}", at("2026-11-22T02:00:00Z").as_second() / 60));
+    assert_eq!(
+        value["metadata"]["name"],
+        format!("tick-{}", at("2026-11-22T02:00:00Z").as_second() / 60)
+    );
     assert_eq!(value["metadata"]["labels"]["app"], "tick");
     assert_eq!(
         value["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"],

@@ -100,7 +100,10 @@ impl CronJobController {
     }
 
     fn api<K: minik_client::Object>(&self, key: &ObjectKey) -> Api<K> {
-        Api::namespaced(self.client.clone(), key.namespace.as_deref().unwrap_or("default"))
+        Api::namespaced(
+            self.client.clone(),
+            key.namespace.as_deref().unwrap_or("default"),
+        )
     }
 
     /// Reconciles the CronJob `key` (`syncCronJob`).
@@ -137,7 +140,8 @@ impl CronJobController {
         }
         if let Some(next) = requeue {
             let wait = next.duration_since(now).unsigned_abs();
-            self.queue.add_after(key.clone(), wait + Duration::from_millis(100));
+            self.queue
+                .add_after(key.clone(), wait + Duration::from_millis(100));
         }
         Ok(())
     }
@@ -172,7 +176,11 @@ impl CronJobController {
         if missed > decide::TOO_MANY_MISSED {
             warn!(cronjob = %key, missed, "too many missed start times (TooManyMissedTimes)");
         }
-        let active: Vec<&Job> = jobs.iter().copied().filter(|j| decide::finished(j).is_none()).collect();
+        let active: Vec<&Job> = jobs
+            .iter()
+            .copied()
+            .filter(|j| decide::finished(j).is_none())
+            .collect();
         match spec.concurrency_policy.as_deref() {
             Some("Forbid") if !active.is_empty() => {
                 info!(cronjob = %key, %scheduled, "a Job is still active; skipping (Forbid)");

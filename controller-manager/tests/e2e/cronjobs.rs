@@ -40,9 +40,15 @@ impl Driven {
             Timestamp::now() + SignedDuration::from_millis(read.load(Ordering::SeqCst))
         });
         let informers = SharedInformers::new(client.clone());
-        let cron_jobs = CronJobController::new(&informers, client.clone(), CronJobOptions { clock });
+        let cron_jobs =
+            CronJobController::new(&informers, client.clone(), CronJobOptions { clock });
         let shutdown = CancellationToken::new();
-        tokio::spawn(controller::spawn(cron_jobs, &informers, 1, shutdown.clone()));
+        tokio::spawn(controller::spawn(
+            cron_jobs,
+            &informers,
+            1,
+            shutdown.clone(),
+        ));
         tokio::spawn(informers.start(shutdown.clone()));
         Driven {
             offset,
@@ -71,7 +77,8 @@ impl Driven {
         let hour = Timestamp::from_second(at.as_second() / 3600 * 3600).unwrap();
         let barrier = run_name("barrier", hour);
         wait_until(&self.jobs, |jobs: &[Job]| {
-            jobs.iter().any(|j| j.metadata.name.as_deref() == Some(barrier.as_str()))
+            jobs.iter()
+                .any(|j| j.metadata.name.as_deref() == Some(barrier.as_str()))
         })
         .await;
     }
@@ -109,7 +116,11 @@ fn tick(at: Timestamp) -> String {
 /// `tick` with `spec`, and the `barrier` beside it.
 async fn create(driven: &Driven, spec: serde_json::Value) {
     for (name, spec) in [("tick", spec), ("barrier", json!({}))] {
-        driven.cron_jobs.create(&hourly(name, spec)).await.expect("create");
+        driven
+            .cron_jobs
+            .create(&hourly(name, spec))
+            .await
+            .expect("create");
     }
 }
 
@@ -167,7 +178,10 @@ async fn a_run_past_its_starting_deadline_is_skipped() {
     let mut driven = Driven::start(&server);
     create(&driven, json!({"startingDeadlineSeconds": 60})).await;
     driven.set_clock(hour(1, 1800)).await;
-    assert!(driven.job_names(0).await.is_empty(), "the 1800 s late run is skipped");
+    assert!(
+        driven.job_names(0).await.is_empty(),
+        "the 1800 s late run is skipped"
+    );
     driven.set_clock(hour(2, 5)).await;
     assert_eq!(driven.job_names(1).await, [tick(hour(2, 0))]);
 }
@@ -188,7 +202,11 @@ async fn finished_jobs_beyond_the_history_limit_are_deleted() {
             "completionTime": hour(k, 10).to_string(), "succeeded": 1,
             "conditions": [{"type": "SuccessCriteriaMet", "status": "True"},
                            {"type": "Complete", "status": "True"}]}});
-        driven.jobs.patch_status(&name, &Patch::Merge(status)).await.expect("complete");
+        driven
+            .jobs
+            .patch_status(&name, &Patch::Merge(status))
+            .await
+            .expect("complete");
     }
     assert_eq!(driven.job_names(1).await, [tick(hour(2, 0))]);
     let succeeded = |cj: &[CronJob]| {
