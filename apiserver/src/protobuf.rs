@@ -31,7 +31,7 @@ pub enum Error {
     Malformed(&'static str),
     /// A kind minik has no protobuf schema for.
     #[error(
-        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job, ConfigMap, Secret, ServiceAccount, TokenRequest, PodDisruptionBudget, DeleteOptions, Eviction and access reviews, not {0:?}; send JSON"
+        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job, ConfigMap, Secret, ServiceAccount, TokenRequest, PodDisruptionBudget, DeleteOptions, Eviction, CronJob and access reviews, not {0:?}; send JSON"
     )]
     Unsupported(String),
 }
