@@ -17,7 +17,8 @@
 //! - [`table`]: the `meta.k8s.io/v1` Table those cells travel in (k8s-openapi lacks it);
 //! - [`grace`]: which grace period a pod gets, for the API server and the kubelet alike;
 //! - [`workloads`]: defaults and validation of apps/v1 Deployments and ReplicaSets;
-//! - [`jobs`]: defaults, generated selector and validation of batch/v1 Jobs.
+//! - [`jobs`]: defaults, generated selector and validation of batch/v1 Jobs;
+//! - [`networking`]: validation of networking.k8s.io/v1 Ingresses and IngressClasses.
 //!
 //! minik leaves out: more than one version of a kind (so no conversion), protobuf types, apply
 //! configurations and the internal (hub) types upstream converts through.
@@ -28,6 +29,7 @@ pub mod defaults;
 pub mod grace;
 pub mod jobs;
 pub mod key;
+pub mod networking;
 pub mod printers;
 pub mod resource;
 pub mod selector;
@@ -44,6 +46,8 @@ pub use k8s_openapi::api::apps::v1 as apps;
 pub use k8s_openapi::api::batch::v1 as batch;
 /// The core/v1 kinds (Pod, Service, Endpoints, Node, Event, Namespace, Binding …).
 pub use k8s_openapi::api::core::v1 as core;
+/// The networking.k8s.io/v1 kinds (Ingress, IngressClass).
+pub use k8s_openapi::api::networking::v1 as networking_v1;
 /// ObjectMeta, Status, Time, MicroTime, ListMeta, LabelSelector and the other meta/v1 types.
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 

@@ -5,7 +5,8 @@
 //! core/v1 kinds its pipeline needs, plus coordination.k8s.io Leases (node heartbeats) and
 //! discovery.k8s.io EndpointSlices (what `kubectl describe service` reads a Service's endpoints from)
 //! the apps/v1 workloads (Deployments and the ReplicaSets they roll), batch/v1 Jobs, and the
-//! rbac.authorization.k8s.io/v1 roles and bindings the authorizer reads.
+//! rbac.authorization.k8s.io/v1 roles and bindings the authorizer reads, and networking.k8s.io/v1
+//! Ingresses and IngressClasses (what `minik ingress` serves).
 
 /// What minik knows about one kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,6 +174,22 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &[],
         namespaced: true,
         api_version: "batch/v1",
+    },
+    ResourceInfo {
+        kind: "Ingress",
+        plural: "ingresses",
+        singular: "ingress",
+        short_names: &["ing"],
+        namespaced: true,
+        api_version: "networking.k8s.io/v1",
+    },
+    ResourceInfo {
+        kind: "IngressClass",
+        plural: "ingressclasses",
+        singular: "ingressclass",
+        short_names: &[],
+        namespaced: false,
+        api_version: "networking.k8s.io/v1",
     },
 ];
 

@@ -105,6 +105,8 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         "RoleBinding" => ignored_by::<RoleBinding>(value),
         "ClusterRoleBinding" => ignored_by::<ClusterRoleBinding>(value),
         "Job" => ignored_by::<minik_api::batch::Job>(value),
+        "Ingress" => ignored_by::<minik_api::networking_v1::Ingress>(value),
+        "IngressClass" => ignored_by::<minik_api::networking_v1::IngressClass>(value),
         _ => Vec::new(),
     }
 }

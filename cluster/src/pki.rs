@@ -88,6 +88,24 @@ impl Identity {
         )
     }
 
+    /// The ingress controller (`system:ingress-controller`, bound to the role of the same name).
+    pub fn ingress_controller() -> Identity {
+        Identity::new("ingress", "system:ingress-controller", &[])
+    }
+
+    /// The load balancer, as the cloud provider's service controller runs
+    /// (`system:controller:service-controller`).
+    pub fn service_controller() -> Identity {
+        Identity::new(
+            "loadbalancer",
+            "system:serviceaccount:kube-system:service-controller",
+            &[
+                "system:serviceaccounts",
+                "system:serviceaccounts:kube-system",
+            ],
+        )
+    }
+
     /// The proxy (`system:kube-proxy`, bound to `system:node-proxier`).
     pub fn kube_proxy() -> Identity {
         Identity::new("kube-proxy", "system:kube-proxy", &[])

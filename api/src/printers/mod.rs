@@ -2,7 +2,7 @@
 //!
 //! Kubernetes counterpart: `pkg/printers/internalversion/printers.go` (`AddHandlers`: the
 //! `TableColumnDefinition`s and `printPod`, `printService`, `printEndpoints`, `printNode`,
-//! `printEvent`, `printNamespace`, `printLease`, `printDeployment`, `printReplicaSet`, `printJob`) and `k8s.io/apimachinery/pkg/util/duration`
+//! `printEvent`, `printNamespace`, `printLease`, `printDeployment`, `printReplicaSet`, `printJob`, `printIngress`, `printIngressClass`) and `k8s.io/apimachinery/pkg/util/duration`
 //! (AGE). Upstream's API server always prints the *wide* row (`GenerateOptions{Wide: true}`) and
 //! marks the extra columns `priority: 1`; kubectl drops them unless `-o wide`. minik does the same:
 //! [`row`] is the full row the server sends (`as=Table`), computed by pure functions (object +
@@ -12,6 +12,7 @@
 pub mod cluster;
 pub mod duration;
 pub mod jobs;
+pub mod networking;
 pub mod pod;
 pub mod service;
 pub mod workloads;
@@ -136,6 +137,20 @@ pub fn columns(kind: &str) -> Vec<Column> {
             ("Images", 1),
             ("Selector", 1),
         ],
+        "Ingress" => &[
+            ("Name", 0),
+            ("Class", 0),
+            ("Hosts", 0),
+            ("Address", 0),
+            ("Ports", 0),
+            ("Age", 0),
+        ],
+        "IngressClass" => &[
+            ("Name", 0),
+            ("Controller", 0),
+            ("Parameters", 0),
+            ("Age", 0),
+        ],
         _ => &[("Name", 0), ("Age", 0)],
     };
     spec.iter()
@@ -173,6 +188,8 @@ pub fn full_cells(
         "Deployment" => workloads::deployment_row(&typed(object)?, true, now),
         "ReplicaSet" => workloads::replica_set_row(&typed(object)?, true, now),
         "Job" => jobs::job_row(&typed(object)?, true, now),
+        "Ingress" => networking::ingress_row(&typed(object)?, true, now),
+        "IngressClass" => networking::ingress_class_row(&typed(object)?, now),
         _ => {
             let created = object
                 .pointer("/metadata/creationTimestamp")

@@ -2,7 +2,7 @@
 //!
 //! Kubernetes counterpart: kubectl's command tree (`staging/src/k8s.io/kubectl/pkg/cmd/cmd.go`) for
 //! `apply`, `get`, `delete`, `describe`, `logs`, `scale`, `rollout`, and the component binaries (`cmd/kube-*`) for
-//! `apiserver`, `scheduler`, `kubelet`, `endpoint-controller`, `proxy`. `up`, `down`, `status` run a
+//! `apiserver`, `scheduler`, `kubelet`, `endpoint-controller`, `proxy`, `ingress`, `loadbalancer`. `up`, `down`, `status` run a
 //! whole cluster on the laptop (like `kind`, through `minik-cluster`), `demo` replays the seeds'
 //! experiments and `bench` measures minik (both in `minik-lab`; here only their flags).
 
@@ -56,7 +56,7 @@ pub enum Command {
     Rollout(rollout::RolloutArgs),
     /// Print the client and server versions.
     Version(version::VersionArgs),
-    /// Start a whole cluster (apiserver, scheduler, kubelets, endpoint-controller, proxy).
+    /// Start a whole cluster (apiserver, scheduler, kubelets, endpoint-controller, proxy, ingress, loadbalancer).
     Up(up::UpArgs),
     /// Stop a cluster started by `minik up`.
     Down(down::DownArgs),
@@ -78,6 +78,10 @@ pub enum Command {
     ControllerManager(minik_controller_manager::Args),
     /// Run the service proxy.
     Proxy(minik_proxy::Args),
+    /// Run the ingress controller (HTTP routes from Ingresses, straight to ready pods).
+    Ingress(minik_ingress::Args),
+    /// Run the external load balancer of LoadBalancer Services (updated in batches).
+    Loadbalancer(minik_loadbalancer::Args),
 }
 
 /// Runs the parsed command.
@@ -103,5 +107,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::EndpointController(args) => components::endpoint_controller(args).await,
         Command::ControllerManager(args) => components::controller_manager(args).await,
         Command::Proxy(args) => components::proxy(args).await,
+        Command::Ingress(args) => components::ingress(args).await,
+        Command::Loadbalancer(args) => components::loadbalancer(args).await,
     }
 }
