@@ -16,8 +16,8 @@
 //! HTTP data path, `/metrics`), [`status`] (the IngressClass and the Ingress addresses) and
 //! [`metrics`]. What it simplifies: HTTP only (TLS sections are ignored), no annotations, no
 //! regex paths, no `resource` backends; the controller creates its own IngressClass `minik`,
-//! marked default, at start. `--sync-delay` holds each change back, to stand for a slower
-//! controller in the demo's race (seed 003).
+//! marked default, at start. `--sync-delay` applies each change only once it is that old (and no newer
+//! one came meanwhile), to stand for a slower controller in the demo's race (seed 003).
 //!
 //! Read next: `routes.rs`, then `server.rs`.
 

@@ -13,7 +13,7 @@
 //! configuration in batches).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +34,8 @@ use crate::backends::TRIGGER_TIME_ANNOTATION;
 #[derive(Debug, Default)]
 pub struct Changes {
     dirty: AtomicBool,
+    /// How many changes were marked so far (to see whether a quiet period stayed quiet).
+    marks: AtomicU64,
     notify: Notify,
     triggers: Mutex<Vec<Timestamp>>,
     /// The trigger annotation last seen per slice: a slice rewritten with the same value carries
@@ -44,6 +46,7 @@ pub struct Changes {
 impl Changes {
     /// Something changed: the next sync must run.
     pub fn mark(&self) {
+        self.marks.fetch_add(1, Ordering::SeqCst);
         self.dirty.store(true, Ordering::SeqCst);
         self.notify.notify_one();
     }
@@ -124,11 +127,15 @@ pub fn any_event<K>(changes: &Changes, _: &Event<K>) {
 /// When a consumer syncs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pacing {
-    /// This long after the first change of a burst (0: at once).
+    /// Once no change came for this long (0: at once), so every change a sync carries is at least
+    /// this old; a burst that never quiets down is applied after [`MAX_QUIET_ROUNDS`] delays.
     Delay(Duration),
     /// On every tick of this period, if anything changed.
     Batch(Duration),
 }
+
+/// The most delays a delayed sync waits for a burst of changes to quiet down.
+pub const MAX_QUIET_ROUNDS: usize = 5;
 
 /// Waits for the next sync as `pacing` says; `None` once `shutdown` fires. Returns the slice
 /// changes the sync carries.
@@ -142,7 +149,13 @@ pub async fn next_sync(
             match pacing {
                 Pacing::Delay(delay) => {
                     changes.notify.notified().await;
-                    tokio::time::sleep(delay).await;
+                    for _ in 0..MAX_QUIET_ROUNDS {
+                        let before = changes.marks.load(Ordering::SeqCst);
+                        tokio::time::sleep(delay).await;
+                        if delay.is_zero() || changes.marks.load(Ordering::SeqCst) == before {
+                            break;
+                        }
+                    }
                 }
                 Pacing::Batch(period) => tokio::time::sleep(until_next_tick(period)).await,
             }
@@ -189,6 +202,21 @@ mod tests {
         // The same annotation again: the arrival time instead.
         changes.slice_event(&Event::Applied(slice("2026-11-25T12:00:00.5Z")));
         assert!(changes.take().unwrap()[0] > first[0]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_delayed_sync_waits_until_its_changes_are_a_delay_old() {
+        let changes = Arc::new(Changes::default());
+        let shutdown = CancellationToken::new();
+        let started = tokio::time::Instant::now();
+        changes.mark();
+        let late = changes.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            late.mark();
+        });
+        next_sync(&changes, Pacing::Delay(Duration::from_secs(2)), &shutdown).await;
+        assert!(started.elapsed() >= Duration::from_millis(3500));
     }
 
     #[tokio::test(start_paused = true)]

@@ -11,6 +11,7 @@
 
 mod kube_rs; // kube::Api<Pod> and kube::runtime::watcher (list-watch and streaming lists)
 mod kubectl_apply; // apply (client- and server-side), create with protobuf bodies
+mod kubectl_ingress; // create ingress, apply an Ingress, get ingress, curl through the controller
 mod kubectl_jobs; // create job, wait --for=condition=complete, get jobs, logs job/NAME
 mod kubectl_verbs; // get (plain, wide, yaml, -w), describe, wait, delete, logs
 mod kubectl_workloads; // create deployment, scale, set image/env, rollout …, delete --cascade

@@ -7,7 +7,9 @@
 mod cleanup; // nothing left running after a cluster stops
 mod creation; // pods from creation to Running, restarts, init containers, exit codes
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
+mod ingress; // the ingress controller: host/path routing, removal within its lag
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
+mod loadbalancer; // the batched load balancer, node ports
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
 mod rollout; // seed 002's rolling update, sampled on a watch
 mod scheduling; // unschedulable pods, spreading over nodes

@@ -27,6 +27,8 @@ pub struct ClusterBuilder {
     pub(crate) dial_attempts: Option<u16>,
     pub(crate) proxy: bool,
     pub(crate) endpoint_controller: bool,
+    pub(crate) ingress: Option<Vec<String>>,
+    pub(crate) loadbalancer: Option<Vec<String>>,
 }
 
 impl Default for ClusterBuilder {
@@ -40,6 +42,8 @@ impl Default for ClusterBuilder {
             dial_attempts: None,
             proxy: true,
             endpoint_controller: true,
+            ingress: None,
+            loadbalancer: None,
         }
     }
 }
@@ -88,6 +92,25 @@ impl ClusterBuilder {
         self
     }
 
+    /// Leave the proxy out (consumers that read EndpointSlices themselves need no Service IP).
+    pub fn without_proxy(mut self) -> Self {
+        self.proxy = false;
+        self
+    }
+
+    /// Start the ingress controller too, with these extra flags (`--sync-delay 1s`). Off by
+    /// default in tests, which mostly need no Ingress; `minik up` always starts it.
+    pub fn ingress(mut self, args: &[&str]) -> Self {
+        self.ingress = Some(args.iter().map(|a| a.to_string()).collect());
+        self
+    }
+
+    /// Start the load balancer too, with these extra flags (`--batch-period 2s`).
+    pub fn loadbalancer(mut self, args: &[&str]) -> Self {
+        self.loadbalancer = Some(args.iter().map(|a| a.to_string()).collect());
+        self
+    }
+
     /// Starts the cluster and waits until it is ready.
     pub async fn start(self) -> Result<Cluster> {
         init_logging();
@@ -109,6 +132,8 @@ impl ClusterBuilder {
         components.retain(|c| match c {
             Component::Proxy => self.proxy,
             Component::EndpointController => self.endpoint_controller,
+            Component::Ingress => self.ingress.is_some(),
+            Component::LoadBalancer => self.loadbalancer.is_some(),
             _ => true,
         });
         ClusterConfig {
@@ -131,6 +156,8 @@ impl ClusterBuilder {
                 .chain(["--leader-elect-retry-period", "500ms"])
                 .map(String::from)
                 .collect(),
+            ingress_args: self.ingress.clone().unwrap_or_default(),
+            loadbalancer_args: self.loadbalancer.clone().unwrap_or_default(),
             progress: false,
             mode: if self.processes {
                 Mode::Processes
