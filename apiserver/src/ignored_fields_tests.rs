@@ -1,8 +1,6 @@
 //! Tests of `ignored_fields.rs`: minik's own manifests are quiet, every ignored field is named
 //! with its path, and every path in the tables is a real field of its kind.
 
-use std::collections::BTreeSet;
-
 use serde_json::{json, Map, Value};
 
 use super::*;

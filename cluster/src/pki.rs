@@ -129,6 +129,8 @@ impl Identity {
             Identity::controller_manager(),
             Identity::endpoint_controller(),
             Identity::kube_proxy(),
+            Identity::ingress_controller(),
+            Identity::service_controller(),
         ]
     }
 }

@@ -56,7 +56,10 @@ async fn up_status_down_runs_a_cluster_and_leaves_nothing_behind() {
     let ingress = status
         .lines()
         .find(|l| l.starts_with("ingress"))
-        .and_then(|l| l.split_whitespace().find(|w| w.starts_with("http://127.0.0.1:")))
+        .and_then(|l| {
+            l.split_whitespace()
+                .find(|w| w.starts_with("http://127.0.0.1:"))
+        })
         .expect("the ingress address in status");
     assert!(
         up.transcript.iter().any(|l| l.contains(ingress)),
