@@ -310,6 +310,14 @@ pub const NODE: &[Rule] = &[within("spec.taints", &[
 /// they stamp from `spec.template` are pods, with a pod's gaps (`spec.template.spec.hostNetwork`).
 pub const WORKLOAD: &[Rule] = &[within("spec.template", POD)];
 
+/// Ingresses: minik's ingress controller routes HTTP to Services (`ingress/src/routes.rs`); it
+/// terminates no TLS and routes to no other kind of backend.
+#[rustfmt::skip]
+pub const INGRESS: &[Rule] = &[
+    field("spec.tls", Set, "is ignored (minik's ingress controller serves plain HTTP)"),
+    field("spec.defaultBackend.resource", Set, "is not routed (minik's ingress controller routes to Services)"),
+];
+
 /// The table of a kind (none for the kinds minik implements entirely).
 pub fn table(kind: &str) -> &'static [Rule] {
     match kind {
@@ -317,6 +325,7 @@ pub fn table(kind: &str) -> &'static [Rule] {
         "Service" => SERVICE,
         "Node" => NODE,
         "Deployment" | "ReplicaSet" | "Job" => WORKLOAD,
+        "Ingress" => INGRESS,
         _ => &[],
     }
 }

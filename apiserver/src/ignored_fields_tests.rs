@@ -320,6 +320,24 @@ fn every_path_in_the_tables_is_a_field_of_its_kind() {
 }
 
 #[test]
+fn an_ingress_tls_section_is_named_as_ignored() {
+    let ingress = json!({"spec": {"tls": [{"hosts": ["shop.example"], "secretName": "shop"}],
+        "defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}});
+    assert_eq!(
+        warnings("Ingress", &ingress),
+        ["minik: spec.tls is ignored (minik's ingress controller serves plain HTTP)"]
+    );
+    for (ins, path) in {
+        let mut found = Vec::new();
+        targets(INGRESS, &[], &mut found);
+        found
+    } {
+        let (object, bogus) = probe(&ins, path, 0);
+        assert_eq!(unknown_fields("Ingress", &object), [bogus], "{path}");
+    }
+}
+
+#[test]
 fn workload_templates_warn_like_pods_and_their_defaults_do_not() {
     for pod in minik_pods() {
         // A controller's pods always restart (`restartPolicy: Always`, validated).

@@ -4,7 +4,7 @@
 //! `PrepareForUpdate`, `Validate`, `ValidateUpdate`, `CheckGracefulDelete`) driven by the generic
 //! store in `k8s.io/apiserver/pkg/registry/generic/registry/store.go`. minik's generic part is
 //! [`prepare_create`] / [`prepare_update`] here and [`meta`]; the kind-specific parts are
-//! [`pods`] (defaults, validation, immutability, binding), [`services`] (clusterIP allocation),
+//! [`pods`] (defaults, validation, immutability, binding), [`services`] (cluster IP allocation) and [`node_ports`],
 //! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`networking`] (Ingresses and their classes), [`scale`] (the autoscaling/v1 Scale view),
 //! [`propagation`] (garbage-collection finalizers) and [`deletion`] (graceful delete). Every
 //! object is round-tripped through its typed k8s-openapi struct, so what is stored is exactly
