@@ -24,6 +24,7 @@
 //! - [`daemonsets`]: defaults and validation of apps/v1 DaemonSets;
 //! - [`cron`]: cron schedules parsed, and the next time they fire;
 //! - [`cronjobs`]: defaults and validation of batch/v1 CronJobs.
+//! - [`networking`]: validation of networking.k8s.io/v1 Ingresses and IngressClasses.
 //!
 //! minik leaves out: more than one version of a kind (so no conversion), protobuf types, apply
 //! configurations and the internal (hub) types upstream converts through.
@@ -39,6 +40,7 @@ pub mod disruption;
 pub mod grace;
 pub mod jobs;
 pub mod key;
+pub mod networking;
 pub mod printers;
 pub mod replication;
 pub mod resource;
@@ -60,6 +62,8 @@ pub use k8s_openapi::api::batch::v1 as batch;
 pub use k8s_openapi::api::core::v1 as core;
 /// policy/v1: PodDisruptionBudget and Eviction.
 pub use k8s_openapi::api::policy::v1 as policy;
+/// The networking.k8s.io/v1 kinds (Ingress, IngressClass).
+pub use k8s_openapi::api::networking::v1 as networking_v1;
 /// ObjectMeta, Status, Time, MicroTime, ListMeta, LabelSelector and the other meta/v1 types.
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 

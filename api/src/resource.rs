@@ -7,8 +7,8 @@
 //! the apps/v1 workloads (Deployments and the ReplicaSets they roll, DaemonSets and their
 //! ControllerRevisions), core/v1 ReplicationControllers, batch/v1 Jobs and CronJobs, policy/v1
 //! PodDisruptionBudgets, the
-//! rbac.authorization.k8s.io/v1 roles and bindings the authorizer reads, and the ServiceAccounts
-//! pods run as.
+//! rbac.authorization.k8s.io/v1 roles and bindings the authorizer reads, the ServiceAccounts
+//! pods run as, and networking.k8s.io/v1 Ingresses and IngressClasses (what `minik ingress` serves).
 
 /// What minik knows about one kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -242,6 +242,22 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &[],
         namespaced: true,
         api_version: "apps/v1",
+    },
+    ResourceInfo {
+        kind: "Ingress",
+        plural: "ingresses",
+        singular: "ingress",
+        short_names: &["ing"],
+        namespaced: true,
+        api_version: "networking.k8s.io/v1",
+    },
+    ResourceInfo {
+        kind: "IngressClass",
+        plural: "ingressclasses",
+        singular: "ingressclass",
+        short_names: &[],
+        namespaced: false,
+        api_version: "networking.k8s.io/v1",
     },
 ];
 

@@ -112,6 +112,8 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         "DaemonSet" => ignored_by::<minik_api::apps::DaemonSet>(value),
         "ControllerRevision" => ignored_by::<minik_api::apps::ControllerRevision>(value),
         "CronJob" => ignored_by::<minik_api::batch::CronJob>(value),
+        "Ingress" => ignored_by::<minik_api::networking_v1::Ingress>(value),
+        "IngressClass" => ignored_by::<minik_api::networking_v1::IngressClass>(value),
         _ => Vec::new(),
     }
 }

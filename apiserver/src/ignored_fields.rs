@@ -267,21 +267,21 @@ pub const POD: &[Rule] = &[
 ];
 
 /// `ports[i]` of a Service: the endpoint controller lists every protocol, but the proxy opens
-/// TCP listeners only, and nothing listens on nodes.
+/// TCP listeners only.
 #[rustfmt::skip]
 const SERVICE_PORT: &[Rule] = &[
-    ignored("nodePort"),
     field("protocol", Is(&["UDP", "SCTP"]), "is not proxied (TCP only)"),
 ];
 
 /// Services: the apiserver allocates one IPv4 cluster IP (`registry/services.rs`), the endpoint
 /// controller fills Endpoints from the selector (named target ports, `publishNotReadyAddresses`),
 /// and the proxy listens on `clusterIP:port` for TCP ports with `sessionAffinity`
-/// (`proxy/src/service_port.rs`). Nothing listens on nodes or external addresses, and there is
-/// no DNS.
+/// (`proxy/src/service_port.rs`). NodePort and LoadBalancer Services get node ports
+/// (`registry/node_ports.rs`) but nothing listens on them; `minik loadbalancer` serves
+/// LoadBalancer Services on an address of their own. There is no DNS.
 #[rustfmt::skip]
 pub const SERVICE: &[Rule] = &[
-    field("spec.type", Is(&["NodePort", "LoadBalancer"]), "is served as ClusterIP"),
+    field("spec.type", Is(&["NodePort"]), "gets a node port, but nothing listens on it (minik has no node network)"),
     field("spec.type", Is(&["ExternalName"]), "is ignored (minik has no cluster DNS)"),
     ignored("spec.externalIPs"),
     field("spec.externalTrafficPolicy", Is(&["Local"]), IGNORED),
@@ -292,7 +292,6 @@ pub const SERVICE: &[Rule] = &[
     ignored("spec.loadBalancerSourceRanges"),
     ignored("spec.loadBalancerClass"),
     ignored("spec.healthCheckNodePort"),
-    ignored("spec.allocateLoadBalancerNodePorts"),
     // The registry overwrites both with a single IPv4 family.
     field("spec.ipFamilyPolicy", IsNot(&["SingleStack"]), "is served as SingleStack"),
     within("spec.ipFamilies", &[field("", IsNot(&["IPv4"]), "is served as IPv4")]),
@@ -311,6 +310,14 @@ pub const NODE: &[Rule] = &[within("spec.taints", &[
 /// they stamp from `spec.template` are pods, with a pod's gaps (`spec.template.spec.hostNetwork`).
 pub const WORKLOAD: &[Rule] = &[within("spec.template", POD)];
 
+/// Ingresses: minik's ingress controller routes HTTP to Services (`ingress/src/routes.rs`); it
+/// terminates no TLS and routes to no other kind of backend.
+#[rustfmt::skip]
+pub const INGRESS: &[Rule] = &[
+    field("spec.tls", Set, "is ignored (minik's ingress controller serves plain HTTP)"),
+    field("spec.defaultBackend.resource", Set, "is not routed (minik's ingress controller routes to Services)"),
+];
+
 /// The table of a kind (none for the kinds minik implements entirely).
 pub fn table(kind: &str) -> &'static [Rule] {
     match kind {
@@ -318,6 +325,7 @@ pub fn table(kind: &str) -> &'static [Rule] {
         "Service" => SERVICE,
         "Node" => NODE,
         "Deployment" | "ReplicaSet" | "Job" | "ReplicationController" | "DaemonSet" => WORKLOAD,
+        "Ingress" => INGRESS,
         _ => &[],
     }
 }

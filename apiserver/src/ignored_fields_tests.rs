@@ -1,8 +1,6 @@
 //! Tests of `ignored_fields.rs`: minik's own manifests are quiet, every ignored field is named
 //! with its path, and every path in the tables is a real field of its kind.
 
-use std::collections::BTreeSet;
-
 use serde_json::{json, Map, Value};
 
 use super::*;
@@ -78,7 +76,7 @@ fn stored_objects_written_back_get_no_warning_for_the_defaults_the_apiserver_set
         assert_eq!(warnings("Pod", &stored), Vec::<String>::new(), "{stored:#}");
     }
     for service in minik_services() {
-        let stored = services::prepare_create(service, &BTreeSet::new()).expect("valid service");
+        let stored = services::prepare_create(service, &Default::default()).expect("valid service");
         assert_eq!(
             warnings("Service", &stored),
             Vec::<String>::new(),
@@ -200,14 +198,12 @@ fn each_ignored_service_and_node_field_is_named_with_its_path() {
     assert_eq!(
         warnings("Service", &service),
         [
-            "minik: spec.type LoadBalancer is served as ClusterIP",
             "minik: spec.externalIPs is ignored",
             "minik: spec.externalTrafficPolicy Local is ignored",
             "minik: spec.internalTrafficPolicy Local is ignored (every ready endpoint is used)",
             "minik: spec.loadBalancerIP is ignored",
             "minik: spec.ipFamilyPolicy PreferDualStack is served as SingleStack",
             "minik: spec.ipFamilies[1] IPv6 is served as IPv4",
-            "minik: spec.ports[0].nodePort is ignored",
             "minik: spec.ports[1].protocol UDP is not proxied (TCP only)",
         ]
     );
@@ -316,6 +312,24 @@ fn every_path_in_the_tables_is_a_field_of_its_kind() {
             });
             assert!(known, "{kind}: {ins:?} {path} is not a field");
         }
+    }
+}
+
+#[test]
+fn an_ingress_tls_section_is_named_as_ignored() {
+    let ingress = json!({"spec": {"tls": [{"hosts": ["shop.example"], "secretName": "shop"}],
+        "defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}});
+    assert_eq!(
+        warnings("Ingress", &ingress),
+        ["minik: spec.tls is ignored (minik's ingress controller serves plain HTTP)"]
+    );
+    for (ins, path) in {
+        let mut found = Vec::new();
+        targets(INGRESS, &[], &mut found);
+        found
+    } {
+        let (object, bogus) = probe(&ins, path, 0);
+        assert_eq!(unknown_fields("Ingress", &object), [bogus], "{path}");
     }
 }
 

@@ -13,7 +13,7 @@
 //! Evictions and the DeleteOptions of its DELETEs, `kubectl create pdb` a PodDisruptionBudget.
 //!
 //! minik decodes only the fields those commands set: a Namespace's, a Service's and a
-//! Deployment's and a Job's metadata (name, generateName, namespace, labels, annotations), the Service's spec
+//! Deployment's, a Job's and an Ingress's metadata (name, generateName, namespace, labels, annotations), the Service's spec
 //! (ports, selector, type, clusterIP, externalName) and the Deployment's replicas, selector and
 //! pod template (containers with their name, image, command, args, ports and env). The decoded object is JSON, which the rest of the server
 //! handles as if the client had sent it. Answers are always JSON (kubectl accepts them).
@@ -31,7 +31,7 @@ pub enum Error {
     Malformed(&'static str),
     /// A kind minik has no protobuf schema for.
     #[error(
-        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job, ConfigMap, Secret, ServiceAccount, TokenRequest, PodDisruptionBudget, DeleteOptions, Eviction, CronJob and access reviews, not {0:?}; send JSON"
+        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job, ConfigMap, Secret, ServiceAccount, TokenRequest, PodDisruptionBudget, DeleteOptions, Eviction, CronJob, Ingress and access reviews, not {0:?}; send JSON"
     )]
     Unsupported(String),
 }
@@ -53,6 +53,8 @@ enum Field {
     /// `map<string, bytes>`: JSON carries the values base64-encoded (Secret and binary data).
     BytesMap(&'static str),
     Bool(&'static str),
+    /// An embedded message whose fields JSON inlines into the parent (`IngressRuleValue`).
+    Inline(Schema),
 }
 
 type Schema = &'static [(u64, Field)];
@@ -255,6 +257,40 @@ const JOB_TEMPLATE_SPEC: Schema = &[
     (1, Field::Message("metadata", OBJECT_META)),
     (2, Field::Message("spec", JOB_SPEC)),
 ];
+// networking.k8s.io/v1 Ingress, as `kubectl create ingress NAME --rule=HOST/PATH=SVC:PORT` fills
+// it: `k8s.io/api/networking/v1/generated.proto`.
+const INGRESS: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (2, Field::Message("spec", INGRESS_SPEC)),
+];
+const INGRESS_SPEC: Schema = &[
+    (1, Field::Message("defaultBackend", INGRESS_BACKEND)),
+    (2, Field::MessageList("tls", INGRESS_TLS)),
+    (3, Field::MessageList("rules", INGRESS_RULE)),
+    (4, Field::Str("ingressClassName")),
+];
+const INGRESS_BACKEND: Schema = &[(4, Field::Message("service", SERVICE_BACKEND))];
+const SERVICE_BACKEND: Schema = &[
+    (1, Field::Str("name")),
+    (
+        2,
+        Field::Message(
+            "port",
+            &[(1, Field::Str("name")), (2, Field::Int("number"))],
+        ),
+    ),
+];
+const INGRESS_TLS: Schema = &[(1, Field::StrList("hosts")), (2, Field::Str("secretName"))];
+const INGRESS_RULE: Schema = &[
+    (1, Field::Str("host")),
+    (2, Field::Inline(&[(1, Field::Message("http", HTTP_RULE))])),
+];
+const HTTP_RULE: Schema = &[(1, Field::MessageList("paths", HTTP_PATH))];
+const HTTP_PATH: Schema = &[
+    (1, Field::Str("path")),
+    (2, Field::Message("backend", INGRESS_BACKEND)),
+    (3, Field::Str("pathType")),
+];
 
 /// One raw field: its number and its payload (a varint, or length-delimited bytes).
 enum Raw<'a> {
@@ -367,6 +403,11 @@ fn message(bytes: &[u8], schema: Schema) -> Result<Value, Error> {
                     map.insert(key, Value::String(encoded));
                 }
             }
+            (Field::Inline(inner), Raw::Bytes(b)) => {
+                if let Value::Object(fields) = message(b, inner)? {
+                    object.extend(fields);
+                }
+            }
             (Field::StrMap(name), Raw::Bytes(b)) => {
                 let entry = message(b, &[(1, Field::Str("k")), (2, Field::Str("v"))])?;
                 let key = entry["k"].as_str().unwrap_or("").to_string();
@@ -447,6 +488,7 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
         "Eviction" => EVICTION,
         "PodDisruptionBudget" => POD_DISRUPTION_BUDGET,
         "CronJob" => CRON_JOB,
+        "Ingress" => INGRESS,
         _ => return Err(Error::Unsupported(kind)),
     };
     let mut object = message(raw, schema)?;
@@ -627,6 +669,28 @@ mod tests {
         assert_eq!(
             eviction["deleteOptions"],
             json!({"gracePeriodSeconds": 0, "preconditions": {"uid": "u-1"}})
+        );
+    }
+
+    #[test]
+    fn an_ingress_from_kubectl_create_ingress_decodes_with_its_inlined_http_rule() {
+        let port = varint_field(2, 80);
+        let service = [field(1, b"web"), field(2, &port)].concat();
+        let backend = field(4, &service);
+        let path = [field(1, b"/"), field(2, &backend), field(3, b"Prefix")].concat();
+        let rule_value = field(1, &field(1, &path));
+        let rule = [field(1, b"shop.example"), field(2, &rule_value)].concat();
+        let spec = [field(3, &rule), field(4, b"minik")].concat();
+        let ingress = decode(&envelope(
+            "Ingress",
+            &[field(1, &field(1, b"shop")), field(2, &spec)].concat(),
+        ))
+        .unwrap();
+        assert_eq!(ingress["spec"]["ingressClassName"], "minik");
+        assert_eq!(
+            ingress["spec"]["rules"][0],
+            json!({"host": "shop.example", "http": {"paths": [{"path": "/", "pathType": "Prefix",
+                   "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}})
         );
     }
 

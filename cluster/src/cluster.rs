@@ -11,7 +11,8 @@
 //! 2. the scheduler, then its `ready` log line;
 //! 3. one kubelet per node (`node-1` … `node-N`, pod CIDR `127.244.N.0/24`, root dir
 //!    `DATA/nodes/node-N`), then a watch on nodes until every one is `Ready`;
-//! 4. the endpoint-controller and the proxy, each up to its `ready` line.
+//! 4. the endpoint-controller, the proxy, the ingress controller (on a free port of 127.0.0.1,
+//!    recorded for `minik status`) and the load balancer, each up to its `ready` line.
 //!
 //! Stopping (`control.rs`) mirrors a node drain: every pod is deleted gracefully (the kubelet
 //! leaves pods running when it stops, so they must go first), the components are stopped in
@@ -69,6 +70,16 @@ pub struct ClusterConfig {
     pub kubelet_args: Vec<String>,
     /// More flags for the controller manager (the tests' faster leader election, …).
     pub controller_manager_args: Vec<String>,
+    /// Where the ingress controller serves HTTP (port 0: a free port, chosen at start).
+    pub ingress_listen: SocketAddr,
+    /// Where the ingress controller serves `/metrics` (port 0: a free port, chosen at start).
+    pub ingress_metrics_listen: SocketAddr,
+    /// More flags for the ingress controller (`--sync-delay 1s`, …).
+    pub ingress_args: Vec<String>,
+    /// Where the load balancer serves `/metrics` (port 0: a free port, chosen at start).
+    pub loadbalancer_metrics_listen: SocketAddr,
+    /// More flags for the load balancer (`--batch-period 1s`, …).
+    pub loadbalancer_args: Vec<String>,
     /// Print kind-style progress lines on stdout.
     pub progress: bool,
     /// Cancelling it aborts a start in progress (what has started is stopped again).
@@ -103,6 +114,11 @@ impl Default for ClusterConfig {
             proxy_args: Vec::new(),
             kubelet_args: Vec::new(),
             controller_manager_args: Vec::new(),
+            ingress_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            ingress_metrics_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            ingress_args: Vec::new(),
+            loadbalancer_metrics_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            loadbalancer_args: Vec::new(),
             progress: true,
             interrupt: CancellationToken::new(),
             mode: Mode::Processes,
@@ -176,6 +192,13 @@ impl Cluster {
     /// `config.interrupt`), whatever was started is stopped again before the error is returned.
     pub async fn start(mut config: ClusterConfig) -> Result<Cluster> {
         config.listen = check_listen(config.listen)?;
+        if config.components.contains(&Component::Ingress) {
+            config.ingress_listen = check_listen(config.ingress_listen)?;
+            config.ingress_metrics_listen = check_listen(config.ingress_metrics_listen)?;
+        }
+        if config.components.contains(&Component::LoadBalancer) {
+            config.loadbalancer_metrics_listen = check_listen(config.loadbalancer_metrics_listen)?;
+        }
         // Private to its owner, secure or not: refused if another user can write it, then 0700,
         // and everything created from now on is 0600/0700 (docs/security.md#local-control-plane).
         crate::files::prepare_data_dir(&config.data_dir)?;
@@ -265,7 +288,7 @@ impl Cluster {
         name: &str,
         args: &[String],
     ) -> Result<Supervised> {
-        let address = (component == Component::Apiserver).then(|| self.config.listen.to_string());
+        let address = component.address(&self.config);
         let log_dir = self.data_dir.join("logs");
         let tx = self.unexpected_tx.clone();
         match self.config.mode {
@@ -324,8 +347,34 @@ impl Cluster {
                 Some(delay) => format!("Starting proxy (sync delay {delay})"),
                 None => "Starting proxy".into(),
             },
+            Component::Ingress => format!(
+                "Starting ingress on http://{} (IngressClass minik, default)",
+                self.config.ingress_listen
+            ),
             other => format!("Starting {}", other.subcommand()),
         }
+    }
+
+    /// Where the ingress controller serves HTTP, if the cluster runs it.
+    pub fn ingress_address(&self) -> Option<SocketAddr> {
+        self.started(Component::Ingress)
+            .then_some(self.config.ingress_listen)
+    }
+
+    /// Where the ingress controller serves `/metrics`, if the cluster runs it.
+    pub fn ingress_metrics_address(&self) -> Option<SocketAddr> {
+        self.started(Component::Ingress)
+            .then_some(self.config.ingress_metrics_listen)
+    }
+
+    /// Where the load balancer serves `/metrics`, if the cluster runs it.
+    pub fn loadbalancer_metrics_address(&self) -> Option<SocketAddr> {
+        self.started(Component::LoadBalancer)
+            .then_some(self.config.loadbalancer_metrics_listen)
+    }
+
+    fn started(&self, component: Component) -> bool {
+        self.members.iter().any(|m| m.component == component)
     }
 
     /// Prints a kind-style finished step with its duration.

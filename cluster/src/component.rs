@@ -34,6 +34,10 @@ pub enum Component {
     EndpointController,
     /// `minik kube-proxy`: the Services' virtual IPs (`minik proxy` is kubectl's API proxy).
     Proxy,
+    /// `minik ingress`: the Ingresses' HTTP routes, straight to ready pods.
+    Ingress,
+    /// `minik loadbalancer`: LoadBalancer Services, programmed in batches.
+    LoadBalancer,
 }
 
 /// How the launcher knows a component is ready before it starts the next one.
@@ -52,13 +56,15 @@ pub(crate) type Run = Pin<Box<dyn Future<Output = std::result::Result<(), String
 
 impl Component {
     /// Every component, in start order; a cluster stops them in the reverse order.
-    pub const ALL: [Component; 6] = [
+    pub const ALL: [Component; 8] = [
         Component::Apiserver,
         Component::Scheduler,
         Component::ControllerManager,
         Component::Kubelet,
         Component::EndpointController,
         Component::Proxy,
+        Component::Ingress,
+        Component::LoadBalancer,
     ];
 
     /// The `minik` subcommand that runs it: its name, but `kube-proxy` for the proxy, since
@@ -79,6 +85,8 @@ impl Component {
             Component::Kubelet => "kubelet",
             Component::EndpointController => "endpoint-controller",
             Component::Proxy => "proxy",
+            Component::Ingress => "ingress",
+            Component::LoadBalancer => "loadbalancer",
         }
     }
 
@@ -93,6 +101,22 @@ impl Component {
             Component::Apiserver => Readiness::Readyz,
             Component::Kubelet => Readiness::NodesReady,
             _ => Readiness::ReadyLine,
+        }
+    }
+
+    /// The address `minik status` shows for the component, if it serves one of its own.
+    pub(crate) fn address(self, config: &ClusterConfig) -> Option<String> {
+        match self {
+            Component::Apiserver => Some(config.listen.to_string()),
+            Component::Ingress => Some(format!(
+                "http://{} (metrics {})",
+                config.ingress_listen, config.ingress_metrics_listen
+            )),
+            Component::LoadBalancer => Some(format!(
+                "metrics http://{}",
+                config.loadbalancer_metrics_listen
+            )),
+            _ => None,
         }
     }
 
@@ -151,6 +175,23 @@ impl Component {
                 flag("--server", server);
                 args.extend(config.controller_manager_args.iter().cloned());
             }
+            Component::Ingress => {
+                flag("--server", server);
+                flag("--listen", config.ingress_listen.to_string());
+                flag(
+                    "--metrics-listen",
+                    config.ingress_metrics_listen.to_string(),
+                );
+                args.extend(config.ingress_args.iter().cloned());
+            }
+            Component::LoadBalancer => {
+                flag("--server", server);
+                flag(
+                    "--metrics-listen",
+                    config.loadbalancer_metrics_listen.to_string(),
+                );
+                args.extend(config.loadbalancer_args.iter().cloned());
+            }
             Component::Scheduler | Component::EndpointController => flag("--server", server),
         }
         args
@@ -174,6 +215,8 @@ impl Component {
             Component::Kubelet => run!(minik_kubelet),
             Component::EndpointController => run!(minik_endpoint_controller),
             Component::Proxy => run!(minik_proxy),
+            Component::Ingress => run!(minik_ingress),
+            Component::LoadBalancer => run!(minik_loadbalancer),
         })
     }
 }

@@ -89,6 +89,24 @@ impl Identity {
         )
     }
 
+    /// The ingress controller (`system:ingress-controller`, bound to the role of the same name).
+    pub fn ingress_controller() -> Identity {
+        Identity::new("ingress", "system:ingress-controller", &[])
+    }
+
+    /// The load balancer, as the cloud provider's service controller runs
+    /// (`system:controller:service-controller`).
+    pub fn service_controller() -> Identity {
+        Identity::new(
+            "loadbalancer",
+            "system:serviceaccount:kube-system:service-controller",
+            &[
+                "system:serviceaccounts",
+                "system:serviceaccounts:kube-system",
+            ],
+        )
+    }
+
     /// The proxy (`system:kube-proxy`, bound to `system:node-proxier`).
     pub fn kube_proxy() -> Identity {
         Identity::new("kube-proxy", "system:kube-proxy", &[])
@@ -130,6 +148,8 @@ impl Identity {
             Identity::controller_manager(),
             Identity::endpoint_controller(),
             Identity::kube_proxy(),
+            Identity::ingress_controller(),
+            Identity::service_controller(),
         ]
     }
 }

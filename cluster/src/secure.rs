@@ -43,6 +43,8 @@ fn identity(component: Component, node: u8) -> Option<Identity> {
         Component::ControllerManager => Identity::controller_manager(),
         Component::EndpointController => Identity::endpoint_controller(),
         Component::Proxy => Identity::kube_proxy(),
+        Component::Ingress => Identity::ingress_controller(),
+        Component::LoadBalancer => Identity::service_controller(),
         Component::Kubelet => Identity::node(&format!("node-{node}")),
     })
 }

@@ -116,9 +116,9 @@ async fn kubectl_apply_creates_configures_leaves_unchanged_and_validates_strictl
         .success();
     assert_eq!(served.stdout.trim(), "service/web-np created");
     assert!(
-        served
-            .stderr
-            .contains("Warning: minik: spec.type NodePort is served as ClusterIP"),
+        served.stderr.contains(
+            "Warning: minik: spec.type NodePort gets a node port, but nothing listens on it"
+        ),
         "{served:#?}"
     );
 

@@ -11,8 +11,10 @@ mod daemonsets; // DaemonSets across nodes joining and leaving, a rollout, kill 
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
 mod hook_orphans; // a preStop's setsid child goes with the force-deleted pod
 mod images; // busybox, python, nginx, agnhost as written; 300 short-lived pods on one /24
+mod ingress; // the ingress controller: host/path routing, removal within its lag
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
 mod limits; // a fork bomb stopped by the pod pids limit
+mod loadbalancer; // the batched load balancer, node ports
 mod nodes; // a dead node: Unknown, tainted, its pods evicted; pod GC
 mod replication; // ReplicationControllers: replicas kept, the scale subresource
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)

@@ -22,6 +22,8 @@ async fn up_status_down_runs_a_cluster_and_leaves_nothing_behind() {
         "node-1, node-2 Ready",
         "Starting endpoint-controller",
         "Starting proxy",
+        "Starting ingress on http://127.0.0.1:",
+        "Starting loadbalancer",
     ] {
         assert!(
             up.transcript
@@ -40,6 +42,8 @@ async fn up_status_down_runs_a_cluster_and_leaves_nothing_behind() {
         "kubelet-node-2",
         "endpoint-controller",
         "proxy",
+        "ingress",
+        "loadbalancer",
     ] {
         assert!(
             status
@@ -48,6 +52,20 @@ async fn up_status_down_runs_a_cluster_and_leaves_nothing_behind() {
             "{component} running:\n{status}"
         );
     }
+    // `status` shows where the ingress serves, as `up` printed it.
+    let ingress = status
+        .lines()
+        .find(|l| l.starts_with("ingress"))
+        .and_then(|l| {
+            l.split_whitespace()
+                .find(|w| w.starts_with("http://127.0.0.1:"))
+        })
+        .expect("the ingress address in status");
+    assert!(
+        up.transcript.iter().any(|l| l.contains(ingress)),
+        "up printed {ingress}:\n{}",
+        up.transcript.join("\n")
+    );
     // The cluster works: a pod runs and answers.
     let running = run_pod_via(&up.pods(), &pod("hello").port(8080).build()).await;
     http_answer(&format!("{}:8080", running.status.unwrap().pod_ip.unwrap())).await;

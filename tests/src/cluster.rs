@@ -137,6 +137,23 @@ impl Cluster {
         Ok(self.inner_mut().restart(component).await?)
     }
 
+    /// Where the ingress controller serves HTTP (`127.0.0.1:PORT`), if started.
+    pub fn ingress_address(&self) -> Option<std::net::SocketAddr> {
+        self.inner().ingress_address()
+    }
+
+    /// The ingress controller's `/metrics` text.
+    pub async fn ingress_metrics(&self) -> Result<String> {
+        let address = self.inner().ingress_metrics_address();
+        metrics_text(address).await
+    }
+
+    /// The load balancer's `/metrics` text.
+    pub async fn loadbalancer_metrics(&self) -> Result<String> {
+        let address = self.inner().loadbalancer_metrics_address();
+        metrics_text(address).await
+    }
+
     /// The log of a process-mode component.
     pub fn logs(&self, component: &str) -> String {
         let log = self
@@ -183,6 +200,26 @@ impl Cluster {
     fn inner_mut(&mut self) -> &mut minik_cluster::Cluster {
         self.inner.as_mut().expect("the cluster is running")
     }
+}
+
+/// `GET http://ADDRESS/metrics`.
+async fn metrics_text(address: Option<std::net::SocketAddr>) -> Result<String> {
+    let failed = |message: String| crate::error::Error::Component {
+        name: "metrics".into(),
+        message,
+    };
+    let address = address.ok_or_else(|| failed("the component was not started".into()))?;
+    let fetch = async {
+        reqwest::Client::builder()
+            .no_proxy()
+            .build()?
+            .get(format!("http://{address}/metrics"))
+            .send()
+            .await?
+            .text()
+            .await
+    };
+    fetch.await.map_err(|e| failed(e.to_string()))
 }
 
 impl Drop for Cluster {

@@ -2,7 +2,7 @@
 //!
 //! Kubernetes counterpart: `pkg/printers/internalversion/printers.go` (`AddHandlers`: the
 //! `TableColumnDefinition`s and `printPod`, `printService`, `printEndpoints`, `printNode`,
-//! `printEvent`, `printNamespace`, `printLease`, `printConfigMap`, `printSecret`, `printServiceAccount`, `printDeployment`, `printReplicaSet`, `printJob`, `printPodDisruptionBudget`; the
+//! `printEvent`, `printNamespace`, `printLease`, `printConfigMap`, `printSecret`, `printServiceAccount`, `printDeployment`, `printReplicaSet`, `printJob`, `printPodDisruptionBudget`, `printIngress`, `printIngressClass`; the
 //! later controllers' in [`controllers`]) and `k8s.io/apimachinery/pkg/util/duration`
 //! (AGE). Upstream's API server always prints the *wide* row (`GenerateOptions{Wide: true}`) and
 //! marks the extra columns `priority: 1`; kubectl drops them unless `-o wide`. minik does the same:
@@ -15,6 +15,7 @@ pub mod config;
 pub mod controllers;
 pub mod duration;
 pub mod jobs;
+pub mod networking;
 pub mod pod;
 pub mod policy;
 pub mod service;
@@ -156,6 +157,20 @@ pub fn columns(kind: &str) -> Vec<Column> {
             ("Allowed Disruptions", 0),
             ("Age", 0),
         ],
+        "Ingress" => &[
+            ("Name", 0),
+            ("Class", 0),
+            ("Hosts", 0),
+            ("Address", 0),
+            ("Ports", 0),
+            ("Age", 0),
+        ],
+        "IngressClass" => &[
+            ("Name", 0),
+            ("Controller", 0),
+            ("Parameters", 0),
+            ("Age", 0),
+        ],
         _ => &[("Name", 0), ("Age", 0)],
     };
     spec.iter()
@@ -200,6 +215,8 @@ pub fn full_cells(
         "ReplicaSet" => workloads::replica_set_row(&typed(object)?, true, now),
         "Job" => jobs::job_row(&typed(object)?, true, now),
         "PodDisruptionBudget" => policy::pdb_row(&typed(object)?, now),
+        "Ingress" => networking::ingress_row(&typed(object)?, true, now),
+        "IngressClass" => networking::ingress_class_row(&typed(object)?, now),
         _ => {
             let created = object
                 .pointer("/metadata/creationTimestamp")

@@ -356,6 +356,51 @@ fn proxier_rules() -> Vec<PolicyRule> {
     ]
 }
 
+/// upstream's `system:controller:service-controller` (cloud-provider), which minik's load
+/// balancer runs as: it reads Services and writes their status.
+fn service_controller_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(&["get", "list", "watch"], &[""], &["services"]),
+        rule(&["patch", "update"], &[""], &["services/status"]),
+        rule(
+            &["list", "watch"],
+            &["discovery.k8s.io"],
+            &["endpointslices"],
+        ),
+        events(),
+    ]
+}
+
+/// The ingress controller's role, as ingress-nginx's chart writes it (minik installs it at
+/// bootstrap, being the cluster's one ingress controller): Ingresses and their status, its
+/// IngressClass, and the Services and slices it routes to.
+fn ingress_controller_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(&["get", "list", "watch"], &[""], &["services"]),
+        rule(
+            &["list", "watch"],
+            &["discovery.k8s.io"],
+            &["endpointslices"],
+        ),
+        rule(
+            &["get", "list", "watch"],
+            &["networking.k8s.io"],
+            &["ingresses"],
+        ),
+        rule(
+            &["update", "patch"],
+            &["networking.k8s.io"],
+            &["ingresses/status"],
+        ),
+        rule(
+            &["get", "list", "watch", "create"],
+            &["networking.k8s.io"],
+            &["ingressclasses"],
+        ),
+        events(),
+    ]
+}
+
 /// Every bootstrap ClusterRole.
 pub fn cluster_roles() -> Vec<ClusterRole> {
     let role = |name: &str, rules: Vec<PolicyRule>| ClusterRole {
@@ -573,6 +618,11 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
             ],
         ),
         role(
+            "system:controller:service-controller",
+            service_controller_rules(),
+        ),
+        role("system:ingress-controller", ingress_controller_rules()),
+        role(
             "system:controller:generic-garbage-collector",
             vec![rule(
                 &["get", "list", "watch", "patch", "update", "delete"],
@@ -647,6 +697,14 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
                 sa("endpointslicemirroring-controller"),
                 sa("endpoint-controller"),
             ],
+        ),
+        binding(
+            "system:controller:service-controller",
+            vec![sa("service-controller")],
+        ),
+        binding(
+            "system:ingress-controller",
+            vec![subject("User", "system:ingress-controller")],
         ),
     ];
     // Upstream's Node authorizer grants kubelets the `system:node` rules, among them creating

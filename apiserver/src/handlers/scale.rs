@@ -77,7 +77,14 @@ async fn write(
         request.params.dry_run(),
         |stored| {
             let object = scaled(stored)?;
-            registry::prepare_update(target.info, object, stored, target.name(), None)
+            registry::prepare_update(
+                target.info,
+                object,
+                stored,
+                target.name(),
+                None,
+                &Default::default(),
+            )
         },
     )
     .await?;

@@ -7,7 +7,6 @@
 //! instead of a retry when someone else wrote first (optimistic concurrency,
 //! docs/kubernetes-rules.md#a2).
 
-use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use axum::http::StatusCode;
@@ -86,21 +85,7 @@ async fn create_object(
         }
         _ => body,
     };
-    // Services: choosing a cluster IP and storing it happen under one lock (see registry/services.rs).
-    let _allocation = if info.kind == "Service" {
-        Some(state.ip_allocation.lock().await)
-    } else {
-        None
-    };
-    let used = if info.kind == "Service" {
-        let (records, _) = state
-            .storage
-            .list("/registry/services/")
-            .map_err(|e| ApiError::from_storage(e, "services", ""))?;
-        services::used_ips(&records)
-    } else {
-        BTreeSet::new()
-    };
+    let (_allocation, used) = service_allocations(state, info).await?;
     // A generated name that is taken is generated again (`RetryGenerateName`, GA in 1.32).
     let attempts = if meta::generates_name(&body) {
         MAX_NAME_GENERATION_ATTEMPTS
@@ -126,6 +111,23 @@ async fn create_object(
         Ok(json_response(StatusCode::CREATED, record.value.as_ref()))
     })
     .await
+}
+
+/// Services: choosing a cluster IP or node port and storing it happen under one lock (see
+/// registry/services.rs); the lock's guard and what the stored Services hold.
+async fn service_allocations<'a>(
+    state: &'a AppState,
+    info: &ResourceInfo,
+) -> ApiResult<(Option<tokio::sync::MutexGuard<'a, ()>>, services::Allocated)> {
+    if info.kind != "Service" {
+        return Ok((None, services::Allocated::default()));
+    }
+    let guard = state.ip_allocation.lock().await;
+    let (records, _) = state
+        .storage
+        .list("/registry/services/")
+        .map_err(|e| ApiError::from_storage(e, "services", ""))?;
+    Ok((Some(guard), services::allocated(&records)))
 }
 
 /// `maxNameGenerationCreateAttempts` in `k8s.io/apiserver/pkg/registry/generic/registry/store.go`.
@@ -194,12 +196,16 @@ pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
     }
     let precondition = meta::resource_version(&body)?;
     let sub = target.subresource.as_deref();
+    let (_allocation, used) = service_allocations(state, target.info).await?;
     let object = guaranteed_update(
         state,
         target,
         precondition,
         request.params.dry_run(),
-        |stored| registry::prepare_update(target.info, body.clone(), stored, target.name(), sub),
+        |stored| {
+            let body = body.clone();
+            registry::prepare_update(target.info, body, stored, target.name(), sub, &used)
+        },
     )
     .await?;
     let response = json_response(StatusCode::OK, &object);
@@ -223,6 +229,7 @@ pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response
     };
     let sub = target.subresource.as_deref();
     let warnings = Mutex::new(Vec::new());
+    let (_allocation, used) = service_allocations(state, target.info).await?;
     let object = guaranteed_update(
         state,
         target,
@@ -244,7 +251,7 @@ pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response
                 );
             }
             *warnings.lock().unwrap_or_else(|p| p.into_inner()) = found;
-            registry::prepare_update(target.info, patched, stored, target.name(), sub)
+            registry::prepare_update(target.info, patched, stored, target.name(), sub, &used)
         },
     )
     .await?;
@@ -288,6 +295,7 @@ async fn apply(
     }
     let precondition = meta::resource_version(&applied).ok().flatten();
     let sub = target.subresource.as_deref();
+    let (_allocation, used) = service_allocations(state, target.info).await?;
     let object = guaranteed_update(
         state,
         target,
@@ -296,7 +304,7 @@ async fn apply(
         |stored| {
             let merged =
                 server_side_apply::apply(kind, Some(stored), &applied, &options).map_err(to_api)?;
-            registry::prepare_update(target.info, merged, stored, target.name(), sub)
+            registry::prepare_update(target.info, merged, stored, target.name(), sub, &used)
         },
     )
     .await?;

@@ -5,8 +5,8 @@
 //! store in `k8s.io/apiserver/pkg/registry/generic/registry/store.go`. minik's generic part is
 //! [`prepare_create`] / [`prepare_update`] here and [`meta`]; the kind-specific parts are
 //! [`pods`] (defaults, validation, immutability, binding), [`serviceaccounts`] (the pod admission
-//! that mounts the account's token), [`services`] (clusterIP allocation),
-//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`controllers`] (ReplicationControllers,
+//! that mounts the account's token), [`services`] (cluster IP allocation) and [`node_ports`],
+//! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`networking`] (Ingresses and their classes), [`controllers`] (ReplicationControllers,
 //! DaemonSets and CronJobs), [`disruption`] (PodDisruptionBudgets), [`configmaps`] and [`secrets`]
 //! (keys, Secret types, `stringData`, `immutable`), [`scale`] (the autoscaling/v1 Scale view),
 //! [`propagation`] (garbage-collection finalizers) and [`deletion`] (graceful delete). Every
@@ -20,6 +20,8 @@ pub mod deletion;
 pub mod disruption;
 pub mod jobs;
 pub mod meta;
+pub mod networking;
+pub mod node_ports;
 pub mod patch;
 pub mod pods;
 pub mod propagation;
@@ -28,9 +30,6 @@ pub mod secrets;
 pub mod serviceaccounts;
 pub mod services;
 pub mod workloads;
-
-use std::collections::BTreeSet;
-use std::net::Ipv4Addr;
 
 use minik_api::apps::ControllerRevision;
 use minik_api::core::{Endpoints, Event, Namespace, Node, ServiceAccount};
@@ -61,6 +60,7 @@ pub fn has_status_subresource(kind: &str) -> bool {
             | "ReplicationController"
             | "DaemonSet"
             | "CronJob"
+            | "Ingress"
     )
 }
 
@@ -134,19 +134,19 @@ fn check_name(object: &Value, kind: &str) -> ApiResult<()> {
 }
 
 /// Everything a create goes through: type and system metadata, the kind's defaults and
-/// validation. `used_ips` are the cluster IPs taken (only read for Services).
+/// validation. `allocated` are the cluster IPs and node ports taken (only read for Services).
 pub fn prepare_create(
     info: &ResourceInfo,
     mut object: Value,
     namespace: Option<&str>,
-    used_ips: &BTreeSet<Ipv4Addr>,
+    allocated: &services::Allocated,
 ) -> ApiResult<Value> {
     meta::set_type_meta(&mut object, info.api_version, info.kind)?;
     meta::prepare_create(&mut object, namespace)?;
     check_name(&object, info.kind)?;
     let object = match info.kind {
         "Pod" => pods::prepare_create(object)?,
-        "Service" => services::prepare_create(object, used_ips)?,
+        "Service" => services::prepare_create(object, allocated)?,
         "Deployment" => workloads::prepare_create_deployment(object)?,
         "ReplicaSet" => workloads::prepare_create_replica_set(object)?,
         "Job" => jobs::prepare_create(object)?,
@@ -157,6 +157,8 @@ pub fn prepare_create(
         "ReplicationController" => controllers::prepare_create_replication_controller(object)?,
         "DaemonSet" => controllers::prepare_create_daemon_set(object)?,
         "CronJob" => controllers::prepare_create_cron_job(object)?,
+        "Ingress" => networking::prepare_create_ingress(object)?,
+        "IngressClass" => networking::prepare_create_class(object)?,
         kind => normalize(object, kind)?,
     };
     check_size(&object)?;
@@ -194,12 +196,14 @@ impl std::io::Write for ByteCounter {
 
 /// Everything an update (PUT or PATCH) goes through. `subresource` is `Some("status")` for a
 /// status write, which may change only `status`; a main write keeps the stored `status`.
+/// `allocated` are the node ports taken (only read for Services).
 pub fn prepare_update(
     info: &ResourceInfo,
     mut object: Value,
     old: &Value,
     name: &str,
     subresource: Option<&str>,
+    allocated: &services::Allocated,
 ) -> ApiResult<Value> {
     meta::set_type_meta(&mut object, info.api_version, info.kind)?;
     meta::prepare_update(&mut object, old, name, info.plural)?;
@@ -221,7 +225,7 @@ pub fn prepare_update(
     }
     let mut object = match info.kind {
         "Pod" => pods::prepare_update(object, old)?,
-        "Service" => services::prepare_update(object, old)?,
+        "Service" => services::prepare_update(object, old, allocated)?,
         "Deployment" => workloads::prepare_update_deployment(object, old)?,
         "ReplicaSet" => workloads::prepare_update_replica_set(object, old)?,
         "Job" => jobs::prepare_update(object, old)?,
@@ -232,6 +236,8 @@ pub fn prepare_update(
         "ReplicationController" => controllers::prepare_update_replication_controller(object)?,
         "DaemonSet" => controllers::prepare_update_daemon_set(object, old)?,
         "CronJob" => controllers::prepare_update_cron_job(object)?,
+        "Ingress" => networking::prepare_update_ingress(object)?,
+        "IngressClass" => networking::prepare_update_class(object, old)?,
         kind => normalize(object, kind)?,
     };
     bump_generation(&mut object, old, info.kind);

@@ -6,6 +6,12 @@
 //! the caller holds the allocation lock, so "free" is always read from the source of truth and an
 //! address is released simply by deleting its Service. Like upstream it starts at a random offset
 //! and takes the next free address, so fresh clusters do not all hand out the same IPs.
+//!
+//! Node ports work the same way (`pkg/registry/core/service/portallocator`): a NodePort Service,
+//! and a LoadBalancer one unless `allocateLoadBalancerNodePorts: false`, gets one port of
+//! 30000–32767 per service port; a port the client asks for must be in the range and free
+//! (`provided port is already allocated`, 422 otherwise), and an update keeps the ports already
+//! assigned. The rules are in `node_ports.rs`.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
@@ -21,6 +27,26 @@ use serde_json::Value;
 use super::{typed, untyped};
 use crate::error::ApiResult;
 use crate::storage::Record;
+
+use super::node_ports;
+
+/// What the stored Services hold: their cluster IPs and node ports (read under the allocation
+/// lock, so it is the truth for the write that follows).
+#[derive(Clone, Debug, Default)]
+pub struct Allocated {
+    /// Cluster IPs taken.
+    pub ips: BTreeSet<Ipv4Addr>,
+    /// Node ports taken.
+    pub node_ports: BTreeSet<i32>,
+}
+
+/// The cluster IPs and node ports the stored Services hold.
+pub fn allocated(services: &[Record]) -> Allocated {
+    Allocated {
+        ips: used_ips(services),
+        node_ports: node_ports::used(services.iter().map(|r| r.value.as_ref())),
+    }
+}
 
 /// The first address of minik's service range, 127.96.0.0/16 (docs/architecture.md#cluster-layout).
 pub const SERVICE_NET: Ipv4Addr = Ipv4Addr::new(127, 96, 0, 0);
@@ -113,14 +139,17 @@ fn requested_ip(spec: &ServiceSpec) -> Option<&str> {
         .or_else(|| spec.cluster_ips.as_ref()?.first().map(String::as_str))
 }
 
-/// A new Service: defaults, validation, then its cluster IP.
-pub fn prepare_create(object: Value, used: &BTreeSet<Ipv4Addr>) -> ApiResult<Value> {
+/// A new Service: defaults, validation, then its cluster IP and node ports.
+pub fn prepare_create(object: Value, allocated: &Allocated) -> ApiResult<Value> {
     let mut service: Service = typed(object, "Service")?;
     default_service(&mut service);
     let mut causes = validate_service(&service);
     let spec = service.spec.get_or_insert_with(Default::default);
+    if causes.is_empty() {
+        causes.extend(node_ports::assign(spec, None, &allocated.node_ports));
+    }
     if spec.type_.as_deref() != Some("ExternalName") && causes.is_empty() {
-        match choose_cluster_ip(requested_ip(spec), used) {
+        match choose_cluster_ip(requested_ip(spec), &allocated.ips) {
             Ok(ip) => {
                 spec.cluster_ips = Some(vec![ip.clone()]);
                 spec.cluster_ip = Some(ip);
@@ -140,8 +169,9 @@ pub fn prepare_create(object: Value, used: &BTreeSet<Ipv4Addr>) -> ApiResult<Val
     untyped(&service)
 }
 
-/// An updated Service: the cluster IP is kept (an update may omit it) and may not change.
-pub fn prepare_update(object: Value, old: &Value) -> ApiResult<Value> {
+/// An updated Service: the cluster IP is kept (an update may omit it) and may not change; node
+/// ports are kept, or allocated when the update first needs them.
+pub fn prepare_update(object: Value, old: &Value, allocated: &Allocated) -> ApiResult<Value> {
     let mut service: Service = typed(object, "Service")?;
     let old: Service = typed(old.clone(), "Service")?;
     default_service(&mut service);
@@ -163,6 +193,13 @@ pub fn prepare_update(object: Value, old: &Value) -> ApiResult<Value> {
             spec.ip_families = old_spec.ip_families.clone();
             spec.ip_family_policy = old_spec.ip_family_policy.clone();
         }
+    }
+    if causes.is_empty() {
+        causes.extend(node_ports::assign(
+            spec,
+            Some(&old_spec),
+            &allocated.node_ports,
+        ));
     }
     if !causes.is_empty() {
         return Err(status::invalid("Service", &name_of(&service), causes).into());

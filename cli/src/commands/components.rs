@@ -1,4 +1,4 @@
-//! `minik apiserver|scheduler|kubelet|endpoint-controller|controller-manager|kube-proxy …`: each component in the one binary.
+//! `minik apiserver|scheduler|kubelet|endpoint-controller|controller-manager|kube-proxy|ingress|loadbalancer …`: each component in the one binary.
 //!
 //! Kubernetes counterpart: the separate `kube-apiserver`, `kube-scheduler`, `kubelet`,
 //! `kube-controller-manager` and `kube-proxy` binaries (`cmd/*/`); k3s folds them into one binary
@@ -51,6 +51,18 @@ pub async fn controller_manager(args: minik_controller_manager::Args) -> anyhow:
 pub async fn proxy(args: minik_proxy::Args) -> anyhow::Result<()> {
     let shutdown = start("proxy");
     Ok(minik_proxy::run(args.into_config(), shutdown).await?)
+}
+
+/// `minik ingress`.
+pub async fn ingress(args: minik_ingress::Args) -> anyhow::Result<()> {
+    let shutdown = start("ingress");
+    Ok(minik_ingress::run(args.into_config(), shutdown).await?)
+}
+
+/// `minik loadbalancer`.
+pub async fn loadbalancer(args: minik_loadbalancer::Args) -> anyhow::Result<()> {
+    let shutdown = start("loadbalancer");
+    Ok(minik_loadbalancer::run(args.into_config(), shutdown).await?)
 }
 
 /// `minik shim …` and `minik image NAME`, recognised from the raw arguments (they take argv

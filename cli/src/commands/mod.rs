@@ -2,7 +2,7 @@
 //!
 //! Kubernetes counterpart: kubectl's command tree (`staging/src/k8s.io/kubectl/pkg/cmd/cmd.go`) for
 //! `apply`, `get`, `delete`, `describe`, `logs`, `scale`, `rollout`, `proxy`, and the component binaries (`cmd/kube-*`) for
-//! `apiserver`, `scheduler`, `kubelet`, `endpoint-controller`, `kube-proxy`. `up`, `down`, `status` run a
+//! `apiserver`, `scheduler`, `kubelet`, `endpoint-controller`, `kube-proxy`, `ingress`, `loadbalancer`. `up`, `down`, `status` run a
 //! whole cluster on the laptop (like `kind`, through `minik-cluster`), `demo` replays the seeds'
 //! experiments and `bench` measures minik (both in `minik-lab`; here only their flags).
 
@@ -59,7 +59,7 @@ pub enum Command {
     Version(version::VersionArgs),
     /// Serve the API as plain HTTP on 127.0.0.1:8001 with your own credentials (kubectl proxy).
     Proxy(proxy::ProxyArgs),
-    /// Start a whole cluster (apiserver, scheduler, kubelets, endpoint-controller, proxy).
+    /// Start a whole cluster (apiserver, scheduler, kubelets, controllers, proxy, ingress, load balancer).
     Up(up::UpArgs),
     /// Stop a cluster started by `minik up`.
     Down(down::DownArgs),
@@ -81,6 +81,10 @@ pub enum Command {
     ControllerManager(minik_controller_manager::Args),
     /// Run the service proxy (kube-proxy).
     KubeProxy(minik_proxy::Args),
+    /// Run the ingress controller (HTTP routes from Ingresses, straight to ready pods).
+    Ingress(minik_ingress::Args),
+    /// Run the external load balancer of LoadBalancer Services (updated in batches).
+    Loadbalancer(minik_loadbalancer::Args),
 }
 
 /// Runs the parsed command.
@@ -107,5 +111,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::EndpointController(args) => components::endpoint_controller(args).await,
         Command::ControllerManager(args) => components::controller_manager(args).await,
         Command::KubeProxy(args) => components::proxy(args).await,
+        Command::Ingress(args) => components::ingress(args).await,
+        Command::Loadbalancer(args) => components::loadbalancer(args).await,
     }
 }

@@ -46,6 +46,15 @@ pub struct UpArgs {
     /// Passed to the proxy: how many endpoints it dials before giving up on a connection.
     #[arg(long)]
     pub dial_attempts: Option<u32>,
+    /// Where the ingress controller serves HTTP (loopback; port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub ingress_listen: SocketAddr,
+    /// Passed to the ingress controller: hold each endpoint change back this long (e.g. `1s`).
+    #[arg(long, value_parser = parse_duration)]
+    pub ingress_sync_delay: Option<String>,
+    /// Passed to the load balancer: apply endpoint changes in batches on this period [default: 3s].
+    #[arg(long, value_parser = parse_duration)]
+    pub batch_period: Option<String>,
     /// Passed to the kubelets: the first restart backoff (e.g. `1s`; Kubernetes uses 10s).
     #[arg(long, value_parser = parse_duration)]
     pub backoff_base: Option<String>,
@@ -101,6 +110,17 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             .map(|n| vec!["--dial-attempts".into(), n.to_string()])
             .unwrap_or_default(),
         kubelet_args: kubelet_args(&args),
+        ingress_listen: args.ingress_listen,
+        ingress_args: args
+            .ingress_sync_delay
+            .iter()
+            .flat_map(|d| ["--sync-delay".to_string(), d.clone()])
+            .collect(),
+        loadbalancer_args: args
+            .batch_period
+            .iter()
+            .flat_map(|d| ["--batch-period".to_string(), d.clone()])
+            .collect(),
         progress: true,
         interrupt: signals.first_token(),
         secure: !args.insecure,
@@ -219,6 +239,11 @@ fn print_ready(cluster: &Cluster, nodes: u8, context_set: bool) {
         None => format!("kubectl --server {}", cluster.server_url),
     };
     println!("\nTry:\n  {kubectl} get pods\n  minik apply -f pod.yaml\n  minik get pods -o wide\n  minik proxy   # then: curl http://127.0.0.1:8001/api/v1/pods");
+    if let Some(ingress) = cluster.ingress_address() {
+        println!(
+            "\nIngresses are served on http://{ingress} (curl -H 'Host: …' http://{ingress}/)."
+        );
+    }
     println!(
         "\nLogs are in {}. Stop with Ctrl-C or `minik down`.",
         cluster.data_dir.join("logs").display()

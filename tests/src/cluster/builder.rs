@@ -31,6 +31,8 @@ pub struct ClusterBuilder {
     pub(crate) secure: bool,
     pub(crate) controller_manager_args: Vec<String>,
     pub(crate) pod_pids_limit: Option<i64>,
+    pub(crate) ingress: Option<Vec<String>>,
+    pub(crate) loadbalancer: Option<Vec<String>>,
 }
 
 impl Default for ClusterBuilder {
@@ -47,6 +49,8 @@ impl Default for ClusterBuilder {
             secure: true,
             controller_manager_args: Vec::new(),
             pod_pids_limit: None,
+            ingress: None,
+            loadbalancer: None,
         }
     }
 }
@@ -114,6 +118,25 @@ impl ClusterBuilder {
         self
     }
 
+    /// Leave the proxy out (consumers that read EndpointSlices themselves need no Service IP).
+    pub fn without_proxy(mut self) -> Self {
+        self.proxy = false;
+        self
+    }
+
+    /// Start the ingress controller too, with these extra flags (`--sync-delay 1s`). Off by
+    /// default in tests, which mostly need no Ingress; `minik up` always starts it.
+    pub fn ingress(mut self, args: &[&str]) -> Self {
+        self.ingress = Some(args.iter().map(|a| a.to_string()).collect());
+        self
+    }
+
+    /// Start the load balancer too, with these extra flags (`--batch-period 2s`).
+    pub fn loadbalancer(mut self, args: &[&str]) -> Self {
+        self.loadbalancer = Some(args.iter().map(|a| a.to_string()).collect());
+        self
+    }
+
     /// Starts the cluster and waits until it is ready.
     pub async fn start(self) -> Result<Cluster> {
         init_logging();
@@ -135,6 +158,8 @@ impl ClusterBuilder {
         components.retain(|c| match c {
             Component::Proxy => self.proxy,
             Component::EndpointController => self.endpoint_controller,
+            Component::Ingress => self.ingress.is_some(),
+            Component::LoadBalancer => self.loadbalancer.is_some(),
             _ => true,
         });
         ClusterConfig {
@@ -162,6 +187,8 @@ impl ClusterBuilder {
                 .pod_pids_limit
                 .map(|n| vec!["--pod-pids-limit".into(), n.to_string()])
                 .unwrap_or_default(),
+            ingress_args: self.ingress.clone().unwrap_or_default(),
+            loadbalancer_args: self.loadbalancer.clone().unwrap_or_default(),
             progress: false,
             mode: if self.processes {
                 Mode::Processes
