@@ -72,9 +72,9 @@ pub async fn reconcile(state: &AppState, listen: SocketAddr) -> ApiResult<()> {
         let (records, _) = storage
             .list("/registry/services/")
             .map_err(|e| ApiError::from_storage(e, "services", ""))?;
-        let used = services::used_ips(&records);
+        let used = services::allocated(&records);
         let mut wanted = service(listen.port());
-        if used.contains(&services::KUBERNETES_SERVICE_IP) {
+        if used.ips.contains(&services::KUBERNETES_SERVICE_IP) {
             // A Service created before this rule holds the address: take any other.
             warn!(ip = %services::KUBERNETES_SERVICE_IP, "the kubernetes Service's address is taken");
             wanted["spec"]["clusterIP"] = Value::Null;
@@ -102,7 +102,14 @@ pub async fn reconcile(state: &AppState, listen: SocketAddr) -> ApiResult<()> {
         Some(record) if record.value.get("subsets") != wanted.get("subsets") => {
             let mut object = record.value.as_ref().clone();
             object["subsets"] = wanted["subsets"].clone();
-            let object = registry::prepare_update(info, object, &record.value, NAME, None)?;
+            let object = registry::prepare_update(
+                info,
+                object,
+                &record.value,
+                NAME,
+                None,
+                &Default::default(),
+            )?;
             storage
                 .update(ENDPOINTS_KEY, object, Some(record.revision))
                 .await
