@@ -45,7 +45,7 @@ async fn kubectl_creates_and_applies_ingresses_and_curl_reaches_the_pods() {
         .await
         .expect("start cluster");
     let address = cluster.ingress_address().expect("ingress").to_string();
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     kubectl.apply_web_and_service("app: web").await;
     let api_pod = kubectl.manifest("api-pod.yaml", &pod_yaml("api", "app: api", ""));
     let api_service = kubectl.manifest("api-svc.yaml", API_SERVICE);

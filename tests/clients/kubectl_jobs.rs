@@ -85,7 +85,7 @@ async fn kubectl_creates_a_cron_job_and_a_job_from_it() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, cluster.server_url());
+    let kubectl = Kubectl::new(binary, &cluster);
     let args = [
         "create",
         "cronjob",
