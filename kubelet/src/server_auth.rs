@@ -84,7 +84,7 @@ pub fn request_attributes(method: &Method, path: &str) -> (&'static str, &'stati
     } else if under("/logs") {
         "log"
     } else {
-        // `/containerLogs`, `/healthz`, `/exec` … (docs/security.md#kubelet-authz).
+        // `/containerLogs`, `/healthz`, `/exec` … (docs/security.md#k3).
         "proxy"
     };
     (verb, subresource)

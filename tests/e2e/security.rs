@@ -226,7 +226,8 @@ async fn minik_proxy_forwards_with_the_callers_credentials_and_filters_hosts() {
 }
 
 /// Every file `minik up` creates in its data dir (database, keys, kubeconfigs, logs, pod logs)
-/// is its owner's alone, and nothing is merged into the user's kubeconfig unasked.
+/// is its owner's alone, nothing is merged into the user's kubeconfig unasked, and `minik get`
+/// finds the running cluster's kubeconfig by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_file_in_the_data_dir_is_private_to_its_owner() {
     let _machine = crate::support::shared().await;
@@ -269,6 +270,24 @@ async fn every_file_in_the_data_dir_is_private_to_its_owner() {
     assert!(
         !data.join("untouched-kubeconfig").exists(),
         "$KUBECONFIG was left alone"
+    );
+    // With no flag and no $KUBECONFIG, the CLI finds the running cluster's own kubeconfig in
+    // the default data dir ($XDG_DATA_HOME/minik, here a link to this cluster's).
+    let xdg = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&data, xdg.path().join("minik")).unwrap();
+    let listed = tokio::process::Command::new(minik_tests::cluster::minik_binary().unwrap())
+        .args(["get", "pods"])
+        .env("XDG_DATA_HOME", xdg.path())
+        .env("HOME", xdg.path())
+        .env_remove("KUBECONFIG")
+        .env_remove("MINIK_SERVER")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.status.success() && stdout.contains("private"),
+        "{listed:?}"
     );
     up.down().await;
 }

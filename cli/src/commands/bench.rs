@@ -27,6 +27,9 @@ pub struct BenchArgs {
     /// processes spread over them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=254))]
     pub nodes: u8,
+    /// Bench a plain-http cluster with no authentication (to measure what TLS and RBAC cost).
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// Runs the whole benchmark and prints the report.
@@ -42,6 +45,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         only: args.only,
         data_dir: args.data_dir,
         nodes: args.nodes,
+        insecure: args.insecure,
         command: command_line(),
     };
     minik_lab::bench::run(options)

@@ -4,7 +4,7 @@
 //! and `pkg/proxy/proxy_server.go`). It listens on `127.0.0.1:8001`, and sends every request on
 //! to the apiserver found as `minik get` finds it (`--kubeconfig`, `$KUBECONFIG`, the running
 //! cluster's `DATA/kubeconfig`), over TLS with that kubeconfig's certificate: `curl` needs no
-//! flags. Upstream's filter comes first (docs/security.md#proxy): the `Host` must match
+//! flags. Upstream's filter comes first (docs/security.md#h9): the `Host` must match
 //! `--accept-hosts` (by default only `localhost`, `127.0.0.1`, `[::1]`, so a DNS-rebinding page
 //! cannot reach it), the path must not match `--reject-paths` (`exec`, `attach`), the method must
 //! not match `--reject-methods`; anything else is `403 Forbidden`.

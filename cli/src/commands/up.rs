@@ -137,13 +137,20 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     write_state(&state_path, &cluster)
         .with_context(|| format!("writing {}", state_path.display()))?;
     std::fs::write(pid_file(&data_dir), format!("{}\n", std::process::id()))?;
-    if let (Some(out), Some(admin)) = (&args.kubeconfig_out, cluster.kubeconfig()) {
-        let text = std::fs::read(&admin).with_context(|| format!("reading {}", admin.display()))?;
-        minik_cluster::pki::write_private(out, &text)?;
-        println!(
-            " ✓ Wrote the admin kubeconfig to {} (mode 0600)",
-            out.display()
-        );
+    match (&args.kubeconfig_out, cluster.kubeconfig()) {
+        (Some(out), Some(admin)) => {
+            let text =
+                std::fs::read(&admin).with_context(|| format!("reading {}", admin.display()))?;
+            minik_cluster::pki::write_private(out, &text)?;
+            println!(
+                " ✓ Wrote the admin kubeconfig to {} (mode 0600)",
+                out.display()
+            );
+        }
+        (Some(_), None) => {
+            eprintln!(" ! --kubeconfig-out: an --insecure cluster has no kubeconfig")
+        }
+        (None, _) => {}
     }
     // Credentials are never merged into the user's kubeconfig unasked.
     let context_set = args.merge_kubeconfig && write_kubeconfig(&cluster);

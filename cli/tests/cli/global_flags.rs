@@ -3,29 +3,31 @@
 
 use crate::{manifest, minik_command, pod_yaml, Run, Server};
 
-/// Runs `minik ARGS` as given (no `--server` appended).
+/// Runs `minik ARGS` as given (no `--kubeconfig` appended).
 async fn run(args: &[&str]) -> Run {
     Run::from(minik_command(args).output().await.expect("minik output"))
 }
 
-/// `minik --server URL -n team apply …`, `minik -n team -o name get pods`: the flags before the
-/// verb choose the server, the namespace and the format, as kubectl's do.
+/// `minik --kubeconfig F -n team apply …`, `minik -n team -o name get pods`: the flags before the
+/// verb choose the server, the namespace and the format, as kubectl's do; `--server` overrides
+/// the kubeconfig's address and keeps its CA and certificate.
 #[tokio::test(flavor = "multi_thread")]
 async fn flags_before_the_verb_choose_server_namespace_and_format() {
     let server = Server::start().await;
     let namespace = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n";
     let (_dir, path) = manifest(&format!("{namespace}---\n{}", pod_yaml("web", "nginx")));
-    let url = server.url.as_str();
-    let applied = run(&["--server", url, "-n", "team", "apply", "-f", &path]).await;
+    let config = server.kubeconfig.to_str().unwrap();
+    let applied = run(&["--kubeconfig", config, "-n", "team", "apply", "-f", &path]).await;
     assert_eq!(applied.ok(), "namespace/team created\npod/web created\n");
-    let names = run(&["-s", url, "-n", "team", "-o", "name", "get", "pods"]).await;
+    let both = ["-s", &server.url, "--kubeconfig", config];
+    let names = run(&[&both[..], &["-n", "team", "-o", "name", "get", "pods"]].concat()).await;
     assert_eq!(names.ok(), "pod/web\n");
     let yaml = run(&[
         "-o",
         "yaml",
         "--namespace=team",
-        "-s",
-        url,
+        "--kubeconfig",
+        config,
         "get",
         "pod",
         "web",
@@ -33,9 +35,19 @@ async fn flags_before_the_verb_choose_server_namespace_and_format() {
     .await;
     assert!(yaml.ok().contains("namespace: team"), "{yaml:?}");
     // The same flags after the verb, and the default namespace when none is given.
-    let after = run(&["get", "pods", "-o", "name", "-n", "team", "--server", url]).await;
+    let after = run(&[
+        "get",
+        "pods",
+        "-o",
+        "name",
+        "-n",
+        "team",
+        "--kubeconfig",
+        config,
+    ])
+    .await;
     assert_eq!(after.ok(), "pod/web\n");
-    let default = run(&["--server", url, "get", "pods"]).await;
+    let default = run(&["--kubeconfig", config, "get", "pods"]).await;
     assert_eq!(
         (default.code, default.stderr.as_str()),
         (0, "No resources found in default namespace.\n")
@@ -52,11 +64,18 @@ async fn flags_before_the_verb_choose_server_namespace_and_format() {
 #[tokio::test(flavor = "multi_thread")]
 async fn kubeconfig_and_context_flags_name_the_server() {
     let server = Server::start().await;
-    let kubeconfig = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: minik\n  cluster: {{server: \"{}\"}}\n- name: gone\n  cluster: {{server: \"http://127.0.0.1:1\"}}\ncontexts:\n- {{name: minik, context: {{cluster: minik}}}}\n- {{name: lab, context: {{cluster: minik}}}}\n- {{name: gone, context: {{cluster: gone}}}}\ncurrent-context: gone\n",
-        server.url
-    );
-    let (_dir, file) = manifest(&kubeconfig);
+    let admin = minik_cluster::kubeconfig::Entries::from_kubeconfig(&server.kubeconfig).unwrap();
+    let kubeconfig = serde_json::json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "minik", "cluster": admin.cluster},
+                     {"name": "gone", "cluster": {"server": "http://127.0.0.1:1"}}],
+        "users": [{"name": "admin", "user": admin.user}],
+        "contexts": [{"name": "minik", "context": {"cluster": "minik", "user": "admin"}},
+                     {"name": "lab", "context": {"cluster": "minik", "user": "admin"}},
+                     {"name": "gone", "context": {"cluster": "gone"}}],
+        "current-context": "gone",
+    });
+    let (_dir, file) = manifest(&kubeconfig.to_string());
     for args in [
         &["--kubeconfig", &file, "get", "nodes"][..],
         &["get", "nodes", "--kubeconfig", &file],

@@ -1,5 +1,6 @@
 //! End-to-end tests of the `minik` binary: each test starts a real apiserver in-process on
-//! 127.0.0.1:0 over a temp dir, then runs `minik` as a child process against it, checking stdout,
+//! 127.0.0.1:0 over a temp dir, serving HTTPS with a fresh PKI as a secure cluster does, then runs
+//! `minik --kubeconfig ADMIN` as a child process against it, checking stdout,
 //! stderr and the exit code exactly as a user (or a script written for kubectl) would see them.
 //! `workloads.rs` needs pods that really run: it starts a whole cluster (scheduler, kubelet,
 //! controller manager) in-process through `minik-cluster` instead.
@@ -21,8 +22,12 @@ use tokio_util::sync::CancellationToken;
 
 /// A running apiserver; stopped (and its data removed) on drop.
 pub struct Server {
+    /// `https://127.0.0.1:PORT`.
     pub url: String,
+    /// The admin's client.
     pub client: minik_client::Client,
+    /// The admin's kubeconfig (the CA, the server, a `system:masters` certificate).
+    pub kubeconfig: std::path::PathBuf,
     shutdown: CancellationToken,
     _data: tempfile::TempDir,
 }
@@ -35,23 +40,39 @@ impl Server {
 
     /// Starts an apiserver whose watch history keeps only the last `window` events.
     pub async fn start_with_window(window: usize) -> Server {
+        use minik_cluster::pki::{Identity, Pki};
         let data = tempfile::tempdir().expect("temp dir");
-        let backend =
-            minik_apiserver::StorageBackend::sled(data.path(), window).expect("open storage");
+        let backend = minik_apiserver::StorageBackend::sled(&data.path().join("db"), window)
+            .expect("open storage");
+        let pki = Pki::ensure(data.path(), &[]).expect("pki");
+        let (cert_file, key_file) = pki.files("apiserver");
+        let options = minik_apiserver::ServeOptions {
+            tls: Some(minik_apiserver::tls::TlsFiles {
+                cert_file,
+                key_file,
+                client_ca_file: Some(pki.ca_file()),
+            }),
+            ..Default::default()
+        };
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let url = format!("https://{}", listener.local_addr().expect("addr"));
         let shutdown = CancellationToken::new();
-        tokio::spawn(minik_apiserver::serve(listener, backend, shutdown.clone()));
-        let client = minik_client::Client::new(&url).expect("client");
+        let serve = minik_apiserver::serve_with(listener, backend, options, shutdown.clone());
+        tokio::spawn(serve);
+        let kubeconfig = data.path().join("admin.kubeconfig");
+        pki.write_kubeconfig(&Identity::admin(), &url, &kubeconfig)
+            .expect("kubeconfig");
+        let client = minik_client::Client::from_kubeconfig(&kubeconfig).expect("client");
         Server {
             url,
             client,
+            kubeconfig,
             shutdown,
             _data: data,
         }
     }
 
-    /// Runs `minik ARGS --server URL` to completion (at most 30 s).
+    /// Runs `minik ARGS --kubeconfig ADMIN` to completion (at most 30 s).
     pub async fn minik(&self, args: &[&str]) -> Run {
         self.minik_with_stdin(args, None).await
     }
@@ -77,10 +98,10 @@ impl Server {
         Run::from(output)
     }
 
-    /// A `minik` command with `--server` appended and piped output.
+    /// A `minik` command with `--kubeconfig` appended and piped output.
     pub fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut command = minik_command(args);
-        command.args(["--server", &self.url]);
+        command.arg("--kubeconfig").arg(&self.kubeconfig);
         command
     }
 }

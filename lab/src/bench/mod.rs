@@ -75,6 +75,8 @@ pub struct BenchOptions {
     pub data_dir: Option<PathBuf>,
     /// Real nodes (kubelets) in the bench cluster, 1 to 254.
     pub nodes: u8,
+    /// A plain-http cluster without authentication (`--insecure`), to measure what TLS costs.
+    pub insecure: bool,
     /// The command that reproduces this run, written into the report (`minik bench --quick`).
     pub command: String,
 }
@@ -133,6 +135,7 @@ pub async fn run(args: BenchOptions) -> crate::Result<()> {
         nodes: args.nodes,
         sync_delay: Some("0s".into()),
         progress: false,
+        secure: !args.insecure,
         ..ClusterConfig::default()
     };
     say(&format!(
