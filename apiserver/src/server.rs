@@ -177,7 +177,8 @@ pub async fn read_body_in_time(
             return response;
         }
     };
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
 }
 
 /// Turns the plain-text errors produced outside the handlers (413 from the body limit, 405 from a
