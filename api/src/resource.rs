@@ -302,7 +302,10 @@ mod tests {
             Some("apps/v1")
         );
         assert_eq!(lookup("rs").map(|info| info.kind), Some("ReplicaSet"));
-        assert_eq!(lookup("sa").map(|info| info.plural), Some("serviceaccounts"));
+        assert_eq!(
+            lookup("sa").map(|info| info.plural),
+            Some("serviceaccounts")
+        );
         assert!(!lookup("no").unwrap().namespaced);
         assert_eq!(lookup("rc").map(|info| info.api_version), Some("v1"));
         assert_eq!(lookup("ds").map(|info| info.kind), Some("DaemonSet"));

@@ -244,7 +244,10 @@ mod tests {
 
     #[test]
     fn user_names_round_trip() {
-        assert_eq!(user_name("team", "robot"), "system:serviceaccount:team:robot");
+        assert_eq!(
+            user_name("team", "robot"),
+            "system:serviceaccount:team:robot"
+        );
         assert_eq!(
             split_user_name("system:serviceaccount:team:robot"),
             Some(("team", "robot"))

@@ -92,7 +92,8 @@ pub async fn reconcile(state: &AppState, listen: SocketAddr) -> ApiResult<()> {
     let error = |e| ApiError::from_storage(e, "endpoints", NAME);
     match stored(ENDPOINTS_KEY)? {
         None => {
-            let object = registry::prepare_create(info, wanted, Some(NAMESPACE), &Default::default())?;
+            let object =
+                registry::prepare_create(info, wanted, Some(NAMESPACE), &Default::default())?;
             match storage.create(ENDPOINTS_KEY, object).await {
                 Ok(_) | Err(crate::storage::Error::AlreadyExists(_)) => {}
                 Err(e) => return Err(error(e)),

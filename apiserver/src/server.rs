@@ -154,8 +154,7 @@ pub async fn read_body_in_time(
     let bytes = match tokio::time::timeout(state.body_read_timeout, read).await {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(error)) => {
-            let too_large = std::error::Error::source(&error)
-                .is_some_and(|e| e.is::<http_body_util::LengthLimitError>());
+            let too_large = is_length_limit(&error);
             let status = if too_large {
                 status::too_large("Request entity too large: limit is 3145728")
             } else {
@@ -177,7 +176,24 @@ pub async fn read_body_in_time(
             return response;
         }
     };
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// Whether a body error is the body limit's, however deep it is wrapped (axum boxes the limit
+/// layer's boxed error again).
+fn is_length_limit(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(error) = current {
+        // The error's own Display, for when it arrives boxed inside another box.
+        if error.is::<http_body_util::LengthLimitError>()
+            || error.to_string() == "length limit exceeded"
+        {
+            return true;
+        }
+        current = error.source();
+    }
+    false
 }
 
 /// Turns the plain-text errors produced outside the handlers (413 from the body limit, 405 from a

@@ -106,7 +106,11 @@ async fn a_body_without_content_type_is_json_but_a_patch_needs_its_type() {
         .body(r#"{"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0}"#);
     let (code, body) = server.send(delete).await;
     assert_eq!(code, 200, "{body}");
-    assert_eq!(server.get(&path).await.0, 404, "grace 0 from the body was applied");
+    assert_eq!(
+        server.get(&path).await.0,
+        404,
+        "grace 0 from the body was applied"
+    );
 }
 
 /// At the connection cap a new client waits until an open connection goes away.

@@ -3,7 +3,9 @@
 
 mod secure;
 
-use minik_apiserver::auth::tokens::{Claims, KeyFiles, Keys, KubernetesClaims, Ref, DEFAULT_ISSUER};
+use minik_apiserver::auth::tokens::{
+    Claims, KeyFiles, Keys, KubernetesClaims, Ref, DEFAULT_ISSUER,
+};
 use minik_client::{Client, Method};
 use minik_cluster::pki::Identity;
 use secure::{code, SecureServer};
@@ -21,20 +23,27 @@ async fn create_account(admin: &Client, name: &str) -> Value {
 }
 
 async fn request_token(admin: &Client, account: &str, spec: Value) -> minik_client::Result<Value> {
-    let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec});
+    let body =
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec});
     let path = format!("{ACCOUNTS}/{account}/token");
     admin.request_json(Method::POST, &path, Some(&body)).await
 }
 
 /// The `code` of the Status an HTTP request with `token` answers `GET /api/v1/pods` with, and
 /// the body.
-async fn as_bearer(server: &SecureServer, token: &str, method: reqwest::Method, path: &str) -> (u16, Value) {
+async fn as_bearer(
+    server: &SecureServer,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+) -> (u16, Value) {
     let http = server.anonymous_http();
     let mut request = http
         .request(method.clone(), format!("{}{path}", server.url))
         .bearer_auth(token);
     if method == reqwest::Method::POST {
-        request = request.json(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}));
+        request = request
+            .json(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}));
     }
     SecureServer::send(request).await
 }
@@ -52,11 +61,16 @@ async fn a_requested_token_authenticates_as_the_service_account() {
     let server = SecureServer::start().await;
     let admin = server.client(&Identity::admin());
     let account = create_account(&admin, "robot").await;
-    let answer = request_token(&admin, "robot", json!({})).await.expect("token");
+    let answer = request_token(&admin, "robot", json!({}))
+        .await
+        .expect("token");
     assert_eq!(answer["kind"], "TokenRequest");
     assert_eq!(answer["spec"]["expirationSeconds"], 3600);
     assert_eq!(answer["spec"]["audiences"], json!([DEFAULT_ISSUER]));
-    let token = answer["status"]["token"].as_str().expect("a token").to_string();
+    let token = answer["status"]["token"]
+        .as_str()
+        .expect("a token")
+        .to_string();
     assert!(answer["status"]["expirationTimestamp"].is_string());
 
     let (code, review) = as_bearer(&server, &token, reqwest::Method::POST, WHOAMI).await;
@@ -66,12 +80,19 @@ async fn a_requested_token_authenticates_as_the_service_account() {
     assert_eq!(user["uid"], account["metadata"]["uid"]);
     assert_eq!(
         user["groups"],
-        json!(["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"])
+        json!([
+            "system:serviceaccounts",
+            "system:serviceaccounts:default",
+            "system:authenticated"
+        ])
     );
     let (code, status) = as_bearer(&server, &token, reqwest::Method::GET, "/api/v1/pods").await;
     assert_eq!(code, 403, "{status}");
     let message = status["message"].as_str().unwrap();
-    assert!(message.contains("system:serviceaccount:default:robot"), "{message}");
+    assert!(
+        message.contains("system:serviceaccount:default:robot"),
+        "{message}"
+    );
 }
 
 /// docs/security.md#s15: each way a token can be wrong is a 401 Status, never anonymous.
@@ -82,9 +103,14 @@ async fn expired_tampered_foreign_and_orphaned_tokens_are_401() {
     let account = create_account(&admin, "robot").await;
     let uid = account["metadata"]["uid"].as_str().unwrap().to_string();
 
-    let vault = request_token(&admin, "robot", json!({"audiences": ["vault"]})).await.unwrap();
+    let vault = request_token(&admin, "robot", json!({"audiences": ["vault"]}))
+        .await
+        .unwrap();
     let vault = vault["status"]["token"].as_str().unwrap();
-    assert_unauthorized(as_bearer(&server, vault, reqwest::Method::GET, "/api").await, "audience");
+    assert_unauthorized(
+        as_bearer(&server, vault, reqwest::Method::GET, "/api").await,
+        "audience",
+    );
 
     // An expired token, signed with the cluster's own key so only its time is wrong.
     let (signing_key_file, key_file) = server.pki.service_account_key_files();
@@ -106,31 +132,64 @@ async fn expired_tampered_foreign_and_orphaned_tokens_are_401() {
         jti: "expired".into(),
         kubernetes: KubernetesClaims {
             namespace: "default".into(),
-            serviceaccount: Ref { name: "robot".into(), uid: uid.clone() },
+            serviceaccount: Ref {
+                name: "robot".into(),
+                uid: uid.clone(),
+            },
             pod: None,
             node: None,
         },
     };
     let expired = keys.issue(&claims).unwrap();
-    assert_unauthorized(as_bearer(&server, &expired, reqwest::Method::GET, "/api").await, "expired");
-    let fresh = keys.issue(&Claims { exp: now + 600, ..claims }).unwrap();
-    assert_eq!(as_bearer(&server, &fresh, reqwest::Method::GET, "/api").await.0, 200);
+    assert_unauthorized(
+        as_bearer(&server, &expired, reqwest::Method::GET, "/api").await,
+        "expired",
+    );
+    let fresh = keys
+        .issue(&Claims {
+            exp: now + 600,
+            ..claims
+        })
+        .unwrap();
+    assert_eq!(
+        as_bearer(&server, &fresh, reqwest::Method::GET, "/api")
+            .await
+            .0,
+        200
+    );
 
     let good = request_token(&admin, "robot", json!({})).await.unwrap();
     let good = good["status"]["token"].as_str().unwrap().to_string();
-    assert_eq!(as_bearer(&server, &good, reqwest::Method::GET, "/api").await.0, 200);
+    assert_eq!(
+        as_bearer(&server, &good, reqwest::Method::GET, "/api")
+            .await
+            .0,
+        200
+    );
     let mut tampered: Vec<char> = good.chars().collect();
     let last = tampered.len() - 3;
     tampered[last] = if tampered[last] == 'A' { 'B' } else { 'A' };
     let tampered: String = tampered.into_iter().collect();
-    assert_unauthorized(as_bearer(&server, &tampered, reqwest::Method::GET, "/api").await, "tampered");
+    assert_unauthorized(
+        as_bearer(&server, &tampered, reqwest::Method::GET, "/api").await,
+        "tampered",
+    );
 
     // Deleting the account revokes its tokens; a new account of the same name has a new UID.
     let path = format!("{ACCOUNTS}/robot");
-    admin.request_json(Method::DELETE, &path, None).await.unwrap();
-    assert_unauthorized(as_bearer(&server, &good, reqwest::Method::GET, "/api").await, "deleted");
+    admin
+        .request_json(Method::DELETE, &path, None)
+        .await
+        .unwrap();
+    assert_unauthorized(
+        as_bearer(&server, &good, reqwest::Method::GET, "/api").await,
+        "deleted",
+    );
     create_account(&admin, "robot").await;
-    assert_unauthorized(as_bearer(&server, &good, reqwest::Method::GET, "/api").await, "re-created");
+    assert_unauthorized(
+        as_bearer(&server, &good, reqwest::Method::GET, "/api").await,
+        "re-created",
+    );
 }
 
 /// docs/security.md#s2, #s3: lifetimes, missing accounts and bound objects are checked; a
@@ -152,18 +211,37 @@ async fn token_requests_are_validated_and_bound_tokens_die_with_their_pod() {
         .unwrap();
     let pod_uid = pod["metadata"]["uid"].as_str().unwrap();
     let bound = |uid: &str| json!({"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web", "uid": uid}});
-    assert_eq!(code(&request_token(&admin, "robot", bound("other-uid")).await), 409);
+    assert_eq!(
+        code(&request_token(&admin, "robot", bound("other-uid")).await),
+        409
+    );
     create_account(&admin, "default").await;
-    assert_eq!(code(&request_token(&admin, "default", bound(pod_uid)).await), 400);
+    assert_eq!(
+        code(&request_token(&admin, "default", bound(pod_uid)).await),
+        400
+    );
     let node_bound = json!({"boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "s"}});
     assert_eq!(code(&request_token(&admin, "robot", node_bound).await), 400);
 
-    let answer = request_token(&admin, "robot", bound(pod_uid)).await.unwrap();
+    let answer = request_token(&admin, "robot", bound(pod_uid))
+        .await
+        .unwrap();
     let token = answer["status"]["token"].as_str().unwrap().to_string();
-    assert_eq!(as_bearer(&server, &token, reqwest::Method::GET, "/api").await.0, 200);
+    assert_eq!(
+        as_bearer(&server, &token, reqwest::Method::GET, "/api")
+            .await
+            .0,
+        200
+    );
     let path = "/api/v1/namespaces/default/pods/web?gracePeriodSeconds=0";
-    admin.request_json(Method::DELETE, path, None).await.unwrap();
-    assert_unauthorized(as_bearer(&server, &token, reqwest::Method::GET, "/api").await, "pod gone");
+    admin
+        .request_json(Method::DELETE, path, None)
+        .await
+        .unwrap();
+    assert_unauthorized(
+        as_bearer(&server, &token, reqwest::Method::GET, "/api").await,
+        "pod gone",
+    );
 }
 
 /// NodeRestriction: a kubelet gets tokens only for pods bound to its own node.
@@ -181,13 +259,24 @@ async fn a_node_gets_tokens_only_for_its_own_pods() {
             .unwrap();
     }
     let kubelet = server.client(&Identity::node("node-1"));
-    let bound = |pod: &str| json!({"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": pod}});
+    let bound =
+        |pod: &str| json!({"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": pod}});
     let mine = request_token(&kubelet, "default", bound("mine")).await;
     assert_eq!(code(&mine), 200, "{mine:?}");
-    assert_eq!(code(&request_token(&kubelet, "default", bound("theirs")).await), 403);
-    assert_eq!(code(&request_token(&kubelet, "default", json!({})).await), 403);
+    assert_eq!(
+        code(&request_token(&kubelet, "default", bound("theirs")).await),
+        403
+    );
+    assert_eq!(
+        code(&request_token(&kubelet, "default", json!({})).await),
+        403
+    );
     let account = kubelet
         .request_json(Method::GET, &format!("{ACCOUNTS}/default"), None)
         .await;
-    assert_eq!(code(&account), 200, "a node reads service accounts: {account:?}");
+    assert_eq!(
+        code(&account),
+        200,
+        "a node reads service accounts: {account:?}"
+    );
 }

@@ -70,7 +70,10 @@ async fn pods_run_as_default_with_the_token_volume_unless_automount_is_off() {
     assert_eq!(sources[2]["downwardAPI"]["items"][0]["path"], "namespace");
     let mount = &spec["containers"][0]["volumeMounts"][0];
     assert_eq!(mount["name"], name);
-    assert_eq!(mount["mountPath"], "/var/run/secrets/kubernetes.io/serviceaccount");
+    assert_eq!(
+        mount["mountPath"],
+        "/var/run/secrets/kubernetes.io/serviceaccount"
+    );
     assert_eq!(mount["readOnly"], true);
 
     let quiet = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "quiet"},
@@ -120,7 +123,12 @@ async fn the_kubernetes_service_points_at_the_apiserver_and_comes_back() {
     assert_ne!(again["metadata"]["uid"], uid);
     assert_eq!(again["spec"]["clusterIP"], "127.96.0.1");
     // Another Service never gets that address at random.
-    let (code, web) = server.post("/api/v1/namespaces/default/services", &common::service("web")).await;
+    let (code, web) = server
+        .post(
+            "/api/v1/namespaces/default/services",
+            &common::service("web"),
+        )
+        .await;
     assert_eq!(code, 201, "{web}");
     assert_ne!(web["spec"]["clusterIP"], "127.96.0.1");
 }
@@ -129,9 +137,14 @@ async fn the_kubernetes_service_points_at_the_apiserver_and_comes_back() {
 async fn wait_for(server: &TestServer, path: &str) -> Value {
     let (collection, name) = path.rsplit_once('/').unwrap();
     let mut events = server
-        .watch(&format!("{collection}?watch=1&fieldSelector=metadata.name={name}"))
+        .watch(&format!(
+            "{collection}?watch=1&fieldSelector=metadata.name={name}"
+        ))
         .await;
-    let event = events.next().await.unwrap_or_else(|| panic!("{path} never appeared"));
+    let event = events
+        .next()
+        .await
+        .unwrap_or_else(|| panic!("{path} never appeared"));
     assert_eq!(event["type"], "ADDED", "{event}");
     event["object"].clone()
 }

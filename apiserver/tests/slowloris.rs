@@ -62,7 +62,12 @@ async fn two_thousand_slow_connections_do_not_starve_the_api() {
     let url = format!("http://{address}/api/v1/pods");
     tokio::time::timeout(TIMEOUT, async {
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
-        while http.get(format!("http://{address}/readyz")).send().await.is_err() {
+        while http
+            .get(format!("http://{address}/readyz"))
+            .send()
+            .await
+            .is_err()
+        {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     })

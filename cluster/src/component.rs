@@ -146,7 +146,10 @@ impl Component {
                         dir: config.data_dir.join("pki"),
                     };
                     let (key, public) = pki.service_account_key_files();
-                    flag("--service-account-signing-key-file", key.display().to_string());
+                    flag(
+                        "--service-account-signing-key-file",
+                        key.display().to_string(),
+                    );
                     flag("--service-account-key-file", public.display().to_string());
                 }
             }

@@ -57,7 +57,12 @@ fn token_kubeconfig(dir: &Path, server: &str, ca: &Path, token: &str) -> PathBuf
 }
 
 /// Waits (on a watch) until the account `namespace/name` exists and differs from `not_uid`.
-async fn account(client: &Client, namespace: &str, name: &str, not_uid: Option<&str>) -> ServiceAccount {
+async fn account(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    not_uid: Option<&str>,
+) -> ServiceAccount {
     let accounts = Api::<ServiceAccount>::namespaced(client.clone(), namespace);
     let found = tokio::time::timeout(
         TIMEOUT,
@@ -107,22 +112,49 @@ async fn kubectl_create_token_authenticates_as_the_default_service_account() {
     let user = &whoami["status"]["userInfo"];
     assert_eq!(user["username"], "system:serviceaccount:default:default");
     assert_eq!(user["uid"].as_str(), default.metadata.uid.as_deref());
-    assert!(user["groups"].as_array().unwrap().contains(&json!("system:serviceaccounts:default")));
+    assert!(user["groups"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("system:serviceaccounts:default")));
     // No binding: RBAC refuses, naming the account.
     let (code, _, err) = kubectl(&binary, &as_account, &["get", "pods"]).await;
     assert_ne!(code, 0);
-    assert!(err.contains("system:serviceaccount:default:default"), "{err}");
+    assert!(
+        err.contains("system:serviceaccount:default:default"),
+        "{err}"
+    );
 
     // A new namespace gets its `default` too; deleted, it comes back (with a new UID), and the
     // old account's token is then refused.
     let (code, _, err) = kubectl(&binary, &admin, &["create", "namespace", "team"]).await;
     assert_eq!(code, 0, "{err}");
     let team = account(&client, "team", "default", None).await;
-    let (code, team_token, err) = kubectl(&binary, &admin, &["create", "token", "default", "-n", "team", "--duration", "10m"]).await;
+    let (code, team_token, err) = kubectl(
+        &binary,
+        &admin,
+        &[
+            "create",
+            "token",
+            "default",
+            "-n",
+            "team",
+            "--duration",
+            "10m",
+        ],
+    )
+    .await;
     assert_eq!(code, 0, "{err}");
     let team_config = token_kubeconfig(dir.path(), &cluster.server_url, &ca, team_token.trim());
-    assert_eq!(kubectl(&binary, &team_config, &["auth", "whoami"]).await.0, 0);
-    let (code, _, err) = kubectl(&binary, &admin, &["delete", "serviceaccount", "default", "-n", "team"]).await;
+    assert_eq!(
+        kubectl(&binary, &team_config, &["auth", "whoami"]).await.0,
+        0
+    );
+    let (code, _, err) = kubectl(
+        &binary,
+        &admin,
+        &["delete", "serviceaccount", "default", "-n", "team"],
+    )
+    .await;
     assert_eq!(code, 0, "{err}");
     account(&client, "team", "default", team.metadata.uid.as_deref()).await;
     let (code, _, err) = kubectl(&binary, &team_config, &["auth", "whoami"]).await;
@@ -132,14 +164,28 @@ async fn kubectl_create_token_authenticates_as_the_default_service_account() {
     // `kubectl get sa` prints the server's Table.
     let (code, out, err) = kubectl(&binary, &admin, &["get", "sa", "-n", "team"]).await;
     assert_eq!(code, 0, "{err}");
-    assert!(out.starts_with("NAME") && out.contains("SECRETS") && out.contains("default"), "{out}");
+    assert!(
+        out.starts_with("NAME") && out.contains("SECRETS") && out.contains("default"),
+        "{out}"
+    );
 
     // The kubernetes Service, its Endpoints (the apiserver) and the mirrored EndpointSlice.
-    let (code, out, err) = kubectl(&binary, &admin, &["get", "service", "kubernetes", "-o", "json"]).await;
+    let (code, out, err) = kubectl(
+        &binary,
+        &admin,
+        &["get", "service", "kubernetes", "-o", "json"],
+    )
+    .await;
     assert_eq!(code, 0, "{err}");
     let service: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(service["spec"]["clusterIP"], "127.96.0.1");
-    let port: u16 = cluster.server_url.rsplit(':').next().unwrap().parse().unwrap();
+    let port: u16 = cluster
+        .server_url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(service["spec"]["ports"][0]["targetPort"], port);
     let slices = Api::<minik_api::k8s_openapi::api::discovery::v1::EndpointSlice>::namespaced(
         client.clone(),

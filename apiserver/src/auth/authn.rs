@@ -118,7 +118,9 @@ impl Authenticator {
             return Ok(with_authenticated_group(user.clone()));
         }
         let keys = self.service_accounts.as_deref().ok_or(Unauthorized)?;
-        let claims = keys.verify(token, super::tokens::now()).ok_or(Unauthorized)?;
+        let claims = keys
+            .verify(token, super::tokens::now())
+            .ok_or(Unauthorized)?;
         if !still_valid(&claims) {
             return Err(Unauthorized);
         }
@@ -222,7 +224,9 @@ mod tests {
             authn.authenticate(Some(&cert), Some("Bearer nope"), |_| true),
             Ok(cert.clone())
         );
-        let alice = authn.authenticate(None, Some("bearer secret"), |_| true).unwrap();
+        let alice = authn
+            .authenticate(None, Some("bearer secret"), |_| true)
+            .unwrap();
         assert_eq!((alice.name.as_str(), alice.uid.as_str()), ("alice", "1"));
         assert_eq!(alice.groups, vec!["dev", AUTHENTICATED]);
         assert_eq!(
@@ -233,7 +237,10 @@ mod tests {
             authn.authenticate(None, Some("Basic YTpi"), |_| true),
             Err(Unauthorized)
         );
-        assert_eq!(authn.authenticate(None, Some("Bearer "), |_| true), Err(Unauthorized));
+        assert_eq!(
+            authn.authenticate(None, Some("Bearer "), |_| true),
+            Err(Unauthorized)
+        );
         assert_eq!(authn.authenticate(None, None, |_| true), Ok(anonymous()));
         assert_eq!(anonymous().groups, vec![UNAUTHENTICATED]);
     }

@@ -154,7 +154,10 @@ fn service_account_token_live(state: &AppState, claims: &tokens::Claims) -> bool
     );
     let live = same_uid(account, &k.serviceaccount.uid)
         && k.pod.as_ref().is_none_or(|pod| {
-            same_uid(format!("/registry/pods/{}/{}", k.namespace, pod.name), &pod.uid)
+            same_uid(
+                format!("/registry/pods/{}/{}", k.namespace, pod.name),
+                &pod.uid,
+            )
         });
     if !live {
         tracing::debug!(account = %k.serviceaccount.name, namespace = %k.namespace, "token of a deleted account or pod");

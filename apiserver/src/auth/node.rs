@@ -76,7 +76,10 @@ pub fn authorize(node: &str, attributes: &Attributes, pod_node: Option<&str>) ->
         // The token volume: a kubelet reads its pods' accounts and asks for their tokens; the
         // TokenRequest handler then holds it to pods bound to it (NodeRestriction).
         ("", "serviceaccounts") => decide(
-            matches!((verb, attributes.subresource.as_str()), ("get", "") | ("create", "token")),
+            matches!(
+                (verb, attributes.subresource.as_str()),
+                ("get", "") | ("create", "token")
+            ),
             "can only get service accounts and request their tokens",
         ),
         // Upstream allows only objects a pod bound to the node references (its graph); minik's

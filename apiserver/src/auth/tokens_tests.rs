@@ -68,11 +68,20 @@ fn bad_tokens_do_not_verify() {
     let dir = tempfile::tempdir().unwrap();
     let keys = keys_in(dir.path(), DEFAULT_ISSUER, &[]);
     let now = now();
-    let expired = keys.issue(&claims(now - 7200, 3600, DEFAULT_ISSUER)).unwrap();
+    let expired = keys
+        .issue(&claims(now - 7200, 3600, DEFAULT_ISSUER))
+        .unwrap();
     assert!(keys.verify(&expired, now).is_none(), "expired");
-    let within_leeway = keys.issue(&claims(now - 3630, 3600, DEFAULT_ISSUER)).unwrap();
-    assert!(keys.verify(&within_leeway, now).is_some(), "30 s late is within the leeway");
-    let future = keys.issue(&claims(now + 600, 3600, DEFAULT_ISSUER)).unwrap();
+    let within_leeway = keys
+        .issue(&claims(now - 3630, 3600, DEFAULT_ISSUER))
+        .unwrap();
+    assert!(
+        keys.verify(&within_leeway, now).is_some(),
+        "30 s late is within the leeway"
+    );
+    let future = keys
+        .issue(&claims(now + 600, 3600, DEFAULT_ISSUER))
+        .unwrap();
     assert!(keys.verify(&future, now).is_none(), "not before");
     let audience = keys.issue(&claims(now, 3600, "vault")).unwrap();
     assert!(keys.verify(&audience, now).is_none(), "wrong audience");

@@ -21,9 +21,9 @@ use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::Extension;
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use minik_api::status;
 
 use crate::auth::UserInfo;

@@ -61,7 +61,11 @@ pub async fn create(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
         spec.audiences = keys.api_audiences().to_vec();
     }
     let bound = bind(state, namespace, name, spec.bound_object_ref.as_ref())?;
-    restrict_nodes(request.user.as_ref(), spec.bound_object_ref.as_ref(), &bound)?;
+    restrict_nodes(
+        request.user.as_ref(),
+        spec.bound_object_ref.as_ref(),
+        &bound,
+    )?;
     let now = tokens::now();
     let claims = Claims {
         iss: keys.issuer().to_string(),
@@ -172,7 +176,10 @@ fn bind(
         )));
     }
     // A pod's token also names its node, as upstream's does.
-    let node = match object["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+    let node = match object["spec"]["nodeName"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+    {
         Some(node) => {
             let key = format!("/registry/nodes/{node}");
             let uid = stored(state, "nodes", &key, node)

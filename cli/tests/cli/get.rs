@@ -59,12 +59,17 @@ async fn get_several_kinds_prefixes_names() {
     let out = server.minik(&["get", "svc,pods"]).await.ok().to_string();
     let sections: Vec<&str> = out.split("\n\n").collect();
     assert_eq!(sections.len(), 2, "{out}");
+    // `default` also holds the apiserver's own `kubernetes` Service, as upstream.
     assert!(
-        sections[0].starts_with("NAME          TYPE        CLUSTER-IP"),
+        sections[0].starts_with("NAME                 TYPE        CLUSTER-IP"),
         "{out}"
     );
     assert!(
-        sections[0].contains("\nservice/web   ClusterIP   127.96."),
+        sections[0].contains("\nservice/kubernetes   ClusterIP   127.96.0.1 "),
+        "{out}"
+    );
+    assert!(
+        sections[0].contains("\nservice/web          ClusterIP   127.96."),
         "{out}"
     );
     assert!(sections[0].contains("80/TCP"), "{out}");
