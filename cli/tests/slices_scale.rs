@@ -44,6 +44,8 @@ async fn a_service_of_150_hollow_pods_gets_slices_of_100_and_50() {
         nodes: 0,
         binary: env!("CARGO_BIN_EXE_minik").into(),
         progress: false,
+        // Plain http: the hollow nodes and this client speak it; slices, not security, are tested.
+        secure: false,
         ..ClusterConfig::default()
     };
     let cluster = Cluster::start(config).await.expect("cluster");

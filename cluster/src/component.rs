@@ -176,6 +176,11 @@ impl Component {
             }
             Component::ControllerManager => {
                 flag("--server", server);
+                if config.secure {
+                    // Published in every namespace as `kube-root-ca.crt` (pods' `ca.crt`).
+                    let ca = config.data_dir.join("pki").join("ca.crt");
+                    flag("--root-ca-file", ca.display().to_string());
+                }
                 args.extend(config.controller_manager_args.iter().cloned());
             }
             Component::Ingress => {

@@ -13,7 +13,7 @@
 //! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`] (also the
 //!    replication manager, over ReplicationControllers), [`deployment`], [`job`], [`daemonset`],
 //!    [`cronjob`], [`disruption`] (PodDisruptionBudgets), [`serviceaccount`] (a `default`
-//!    ServiceAccount per namespace), [`nodelifecycle`] (dead nodes: Unknown, tainted, their pods
+//!    ServiceAccount per namespace), [`rootcacert`] (the `kube-root-ca.crt` ConfigMap per namespace), [`nodelifecycle`] (dead nodes: Unknown, tainted, their pods
 //!    evicted), [`podgc`] (finished and orphaned pods) and [`gc`] (the garbage collector).
 //!
 //! ```text
@@ -44,6 +44,7 @@ pub mod ownership;
 pub mod pod_control;
 pub mod podgc;
 pub mod replicaset;
+pub mod rootcacert;
 pub mod serviceaccount;
 
 use std::path::PathBuf;
@@ -92,6 +93,8 @@ pub struct Config {
     pub pod_gc: PodGcOptions,
     /// How far ahead of the real clock the CronJob controller runs (tests drive schedules so).
     pub cronjob_clock_offset: Duration,
+    /// The cluster CA the root CA publisher puts in every namespace (`--root-ca-file`).
+    pub root_ca_file: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -104,6 +107,7 @@ impl Default for Config {
             node_lifecycle: NodeLifecycleOptions::default(),
             pod_gc: PodGcOptions::default(),
             cronjob_clock_offset: Duration::ZERO,
+            root_ca_file: None,
         }
     }
 }
@@ -144,6 +148,9 @@ pub struct Args {
     /// Runs the CronJob controller's clock this far ahead (`90m`), to test schedules.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub cronjob_clock_offset: Duration,
+    /// The cluster CA to publish as `kube-root-ca.crt` in every namespace (PEM).
+    #[arg(long)]
+    pub root_ca_file: Option<PathBuf>,
 }
 
 fn parse_duration(text: &str) -> std::result::Result<Duration, humantime::DurationError> {
@@ -171,6 +178,7 @@ impl Args {
                 orphan_quarantine: self.pod_gc_orphan_quarantine,
             },
             cronjob_clock_offset: self.cronjob_clock_offset,
+            root_ca_file: self.root_ca_file,
         }
     }
 }
@@ -287,6 +295,12 @@ pub fn start_controllers(
             1,
             shutdown.clone(),
         ),
+        controller::spawn(
+            rootcacert::RootCaPublisher::new(informers, client.clone(), root_ca(config)),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
         // The collector registers last: it reuses every typed informer registered above.
         controller::spawn(
             gc::GarbageCollector::new(informers, client.clone()),
@@ -295,4 +309,16 @@ pub fn start_controllers(
             shutdown.clone(),
         ),
     ]
+}
+
+/// The CA the root CA publisher publishes: `--root-ca-file`'s contents, or empty for a plain-http
+/// cluster (no CA) or a file that cannot be read (said in the log).
+fn root_ca(config: &Config) -> String {
+    let Some(path) = &config.root_ca_file else {
+        return String::new();
+    };
+    std::fs::read_to_string(path).unwrap_or_else(|e| {
+        tracing::warn!(path = %path.display(), error = %e, "cannot read the root CA");
+        String::new()
+    })
 }

@@ -618,6 +618,13 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
             ],
         ),
         role(
+            "system:controller:root-ca-cert-publisher",
+            vec![
+                rule(&["create", "update"], &[""], &["configmaps"]),
+                events(),
+            ],
+        ),
+        role(
             "system:controller:service-controller",
             service_controller_rules(),
         ),
@@ -726,6 +733,7 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
         "replication-controller",
         "daemon-set-controller",
         "cronjob-controller",
+        "root-ca-cert-publisher",
         "generic-garbage-collector",
     ] {
         let user = subject("User", "system:kube-controller-manager");
