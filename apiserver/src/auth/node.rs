@@ -113,7 +113,10 @@ pub const POD_REFERENCED: &[&str] = &["secrets", "configmaps", "persistentvolume
 /// (`plugin/pkg/auth/authorizer/node/graph_populator.go`).
 pub fn pod_references(pod: &Value, node: &str, resource: &str, name: &str) -> bool {
     let spec = &pod["spec"];
-    let terminated = matches!(pod["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
+    let terminated = matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    );
     if spec["nodeName"].as_str() != Some(node) || terminated {
         return false;
     }
@@ -125,14 +128,18 @@ pub fn pod_references(pod: &Value, node: &str, resource: &str, name: &str) -> bo
 /// Every (resource, name) a pod spec references.
 fn references<'a>(spec: &'a Value) -> Vec<(&'static str, &'a str)> {
     let mut out = Vec::new();
-    let mut push = |kind: &'static str, name: &'a Value| out.extend(name.as_str().map(|n| (kind, n)));
+    let mut push =
+        |kind: &'static str, name: &'a Value| out.extend(name.as_str().map(|n| (kind, n)));
     for secret in items(&spec["imagePullSecrets"]) {
         push("secrets", &secret["name"]);
     }
     for volume in items(&spec["volumes"]) {
         push("secrets", &volume["secret"]["secretName"]);
         push("configmaps", &volume["configMap"]["name"]);
-        push("persistentvolumeclaims", &volume["persistentVolumeClaim"]["claimName"]);
+        push(
+            "persistentvolumeclaims",
+            &volume["persistentVolumeClaim"]["claimName"],
+        );
         for source in items(&volume["projected"]["sources"]) {
             push("secrets", &source["secret"]["name"]);
             push("configmaps", &source["configMap"]["name"]);
