@@ -61,16 +61,6 @@ async fn a_node_cannot_touch_another_nodes_pods() {
     )
     .await;
     assert_eq!(status, 403);
-    // A node may read Secrets (its kubelet watches them all, docs/kubernetes-rules.md#c11), not
-    // write them.
-    let (status, _) = call(
-        &node1,
-        Method::GET,
-        "/api/v1/namespaces/default/secrets/token",
-        None,
-    )
-    .await;
-    assert_eq!(status, 404);
     let (status, _) = call(
         &node1,
         Method::DELETE,
@@ -78,6 +68,41 @@ async fn a_node_cannot_touch_another_nodes_pods() {
         None,
     )
     .await;
+    assert_eq!(status, 403);
+}
+
+/// docs/kubernetes-rules.md#c11: a node reads a Secret only when one of its own pods uses it,
+/// and only by name (a GET, or a watch on `metadata.name`); never the whole list.
+#[tokio::test]
+async fn a_node_reads_only_the_secrets_its_pods_use() {
+    let server = SecureServer::start().await;
+    let admin = server.client(&Identity::admin());
+    let node1 = server.client(&Identity::node("node-1"));
+    const SECRETS: &str = "/api/v1/namespaces/default/secrets";
+    for (secret, node) in [("mine", "node-1"), ("theirs", "node-2")] {
+        let object = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret}});
+        let (status, body) = call(&admin, Method::POST, SECRETS, Some(&object)).await;
+        assert_eq!(status, 200, "{body}");
+        let mut pod = pod(&format!("uses-{secret}"), Some(node));
+        pod["spec"]["volumes"] = json!([{"name": "s", "secret": {"secretName": secret}}]);
+        let (status, body) = call(&admin, Method::POST, PODS, Some(&pod)).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = call(&node1, Method::GET, &format!("{SECRETS}/mine"), None).await;
+    assert_eq!(status, 200, "{body}");
+    let by_name = format!("{SECRETS}?fieldSelector=metadata.name%3Dmine");
+    let (status, body) = call(&node1, Method::GET, &by_name, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["items"][0]["metadata"]["name"], "mine");
+    let (status, body) = call(&node1, Method::GET, &format!("{SECRETS}/theirs"), None).await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "secrets \"theirs\" is forbidden: User \"system:node:node-1\" cannot get resource \"secrets\" in API group \"\" in the namespace \"default\": no relationship found between node 'node-1' and this object"
+    );
+    let (status, body) = call(&node1, Method::GET, SECRETS, None).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, _) = call(&node1, Method::GET, "/api/v1/configmaps", None).await;
     assert_eq!(status, 403);
 }
 

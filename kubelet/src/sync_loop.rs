@@ -100,6 +100,10 @@ pub async fn sync_loop(ctx: Arc<WorkerContext>, client: Client, shutdown: Cancel
             Some(uid) = done_rx.recv() => { workers.worker_done(uid); continue; }
             event = events.next() => event,
         };
+        if matches!(event, Some(Ok(_))) {
+            // Watch what the node's pods reference before their workers look it up.
+            ctx.sources.register_pods(&pod_store.state());
+        }
         match event {
             None => break,
             Some(Err(error)) => warn!(%error, "pod watch error"),

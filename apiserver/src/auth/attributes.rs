@@ -7,8 +7,11 @@
 //! and everything outside `/api` and `/apis` are non-resource requests whose verb is the lowercase
 //! method.
 //!
-//! What minik simplifies: no legacy `/api/v1/watch/…` paths, no `proxy` verb, no selectors in the
-//! attributes.
+//! As upstream, a list or watch whose field selector is exactly `metadata.name=NAME` names that
+//! one object, so the Node authorizer and RBAC `resourceNames` can allow it.
+//!
+//! What minik simplifies: no legacy `/api/v1/watch/…` paths, no `proxy` verb, no label
+//! selectors in the attributes.
 
 use super::UserInfo;
 
@@ -73,7 +76,26 @@ pub fn request_attributes(user: UserInfo, method: &str, path: &str, query: &str)
     attributes.name = parts.get(1).copied().unwrap_or("").to_string();
     attributes.subresource = parts.get(2).copied().unwrap_or("").to_string();
     attributes.verb = resource_verb(method, !attributes.name.is_empty(), is_watch(query));
+    if matches!(attributes.verb.as_str(), "list" | "watch") {
+        attributes.name = selected_name(query).unwrap_or_default();
+    }
     attributes
+}
+
+/// The name a `fieldSelector` of exactly `metadata.name=NAME` (or `==`) requires, as upstream's
+/// `RequestInfoFactory` reads it for list and watch.
+fn selected_name(query: &str) -> Option<String> {
+    let uri: axum::http::Uri = format!("/?{query}").parse().ok()?;
+    let axum::extract::Query(pairs) =
+        axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&uri).ok()?;
+    let (_, text) = pairs.iter().find(|(k, _)| k == "fieldSelector")?;
+    let selector = minik_api::selector::FieldSelector::parse(text).ok()?;
+    match selector.requirements() {
+        [only] if only.field == "metadata.name" && only.equal && !only.value.is_empty() => {
+            Some(only.value.clone())
+        }
+        _ => None,
+    }
 }
 
 fn resource_verb(method: &str, named: bool, watch: bool) -> String {
@@ -209,6 +231,22 @@ mod tests {
                     "",
                     "",
                 ),
+            ),
+            (
+                (
+                    "GET",
+                    "/api/v1/namespaces/default/secrets",
+                    "fieldSelector=metadata.name%3Dtoken&watch=true",
+                ),
+                ("watch", true, "", "secrets", "", "default", "token"),
+            ),
+            (
+                (
+                    "GET",
+                    "/api/v1/namespaces/default/secrets",
+                    "fieldSelector=metadata.name%3Dtoken%2Ctype%3Dx",
+                ),
+                ("list", true, "", "secrets", "", "default", ""),
             ),
             (("GET", "/api", ""), ("get", false, "", "", "", "", "")),
             (("GET", "/api/v1", ""), ("get", false, "", "", "", "", "")),

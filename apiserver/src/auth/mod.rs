@@ -165,13 +165,24 @@ fn service_account_token_live(state: &AppState, claims: &tokens::Claims) -> bool
     live
 }
 
-/// For a node writing a named pod: the pod's `spec.nodeName`, which the Node authorizer needs.
+/// For a node naming a pod: the pod's `spec.nodeName`; for a node naming a Secret, ConfigMap or
+/// PVC: the node itself when one of its pods references the object (docs/kubernetes-rules.md#c11).
 fn pod_node(state: &AppState, attributes: &attributes::Attributes) -> Option<String> {
-    node::node_name(&attributes.user)?;
-    if attributes.resource != "pods"
-        || attributes.name.is_empty()
-        || !attributes.api_group.is_empty()
-    {
+    let node = node::node_name(&attributes.user)?;
+    if attributes.name.is_empty() || !attributes.api_group.is_empty() {
+        return None;
+    }
+    let resource = attributes.resource.as_str();
+    if node::POD_REFERENCED.contains(&resource) {
+        // Upstream's graph edge, found by scanning the namespace's pods.
+        let prefix = format!("/registry/pods/{}/", attributes.namespace);
+        let (pods, _) = state.storage.list(&prefix).ok()?;
+        let used = pods
+            .iter()
+            .any(|pod| node::pod_references(&pod.value, node, resource, &attributes.name));
+        return used.then(|| node.to_string());
+    }
+    if resource != "pods" {
         return None;
     }
     let key = format!(

@@ -4,13 +4,19 @@
 //! NodeRestriction admission plugin (`plugin/pkg/admission/noderestriction/admission.go`),
 //! docs/security.md#r6. A node may read nodes, pods and services; it may write only its own Node
 //! and Lease, and change or delete only pods bound to it; it may write events; it may read
-//! ServiceAccounts and request their tokens (the handler then checks the pod is its own). Secrets,
-//! config maps and volumes are refused outright: minik's kubelet mounts none, so the upstream
-//! graph of which pod uses which is not needed.
+//! ServiceAccounts and request their tokens (the handler then checks the pod is its own).
+//!
+//! Secrets, ConfigMaps and PersistentVolumeClaims (docs/kubernetes-rules.md#c11): a node may
+//! get, list or watch one only when the request names it (by path, or a list/watch with
+//! `fieldSelector=metadata.name=NAME`) and a non-terminated pod bound to the node references it
+//! ([`pod_references`]). Upstream keeps a graph of these edges; minik's filter scans the stored
+//! pods of the namespace per request instead (`auth/mod.rs`), same answer.
 //!
 //! Anything else gets no opinion and falls through to RBAC, where `system:node` has no bindings.
 //! What minik simplifies: no mirror pods (a node may not create pods), no graph, no
-//! `node-restriction.kubernetes.io/` label checks.
+//! PersistentVolumes (a node reads none), no `node-restriction.kubernetes.io/` label checks.
+
+use serde_json::Value;
 
 use super::attributes::Attributes;
 use super::UserInfo;
@@ -34,7 +40,9 @@ pub fn node_name(user: &UserInfo) -> Option<&str> {
 
 const READ: &[&str] = &["get", "list", "watch"];
 
-/// What `node` may do. `pod_node` is the `spec.nodeName` of the pod a pod write names.
+/// What `node` may do. `pod_node` is the node the named object is bound to: for a pod, its
+/// `spec.nodeName`; for a Secret, ConfigMap or PVC, the asking node when one of its
+/// non-terminated pods references the object (see [`pod_references`]), else `None`.
 pub fn authorize(node: &str, attributes: &Attributes, pod_node: Option<&str>) -> NodeDecision {
     if !attributes.resource_request {
         return NodeDecision::NoOpinion;
@@ -82,15 +90,80 @@ pub fn authorize(node: &str, attributes: &Attributes, pod_node: Option<&str>) ->
             ),
             "can only get service accounts and request their tokens",
         ),
-        // Upstream allows only objects a pod bound to the node references (its graph); minik's
-        // kubelet watches every ConfigMap and Secret and filters itself, so it may read them all.
-        ("", "secrets" | "configmaps") => decide(reading, "can only read secrets and configmaps"),
-        ("", "persistentvolumeclaims" | "persistentvolumes") => decide(
-            false,
-            "has no relationship to the object (minik mounts none)",
-        ),
+        ("", "secrets" | "configmaps" | "persistentvolumeclaims") if !reading => {
+            decide(false, "can only read resources of this type")
+        }
+        // docs/kubernetes-rules.md#c11: one named object, used by one of the node's pods.
+        ("", "secrets" | "configmaps" | "persistentvolumeclaims" | "persistentvolumes") => {
+            if !attributes.name.is_empty() && pod_node == Some(node) {
+                NodeDecision::Allow
+            } else {
+                NodeDecision::Deny(format!(
+                    "no relationship found between node '{node}' and this object"
+                ))
+            }
+        }
         _ => NodeDecision::NoOpinion,
     }
+}
+
+/// The resources a node reads only through a pod that uses them.
+pub const POD_REFERENCED: &[&str] = &["secrets", "configmaps", "persistentvolumeclaims"];
+
+/// True when `pod` (a stored Pod) is bound to `node`, has not terminated, and uses the
+/// `resource` named `name`: in a volume (also projected), an env `valueFrom`, an `envFrom` of
+/// any container (init and ephemeral too), or its `imagePullSecrets` — upstream's graph edges
+/// (`plugin/pkg/auth/authorizer/node/graph_populator.go`).
+pub fn pod_references(pod: &Value, node: &str, resource: &str, name: &str) -> bool {
+    let spec = &pod["spec"];
+    let terminated = matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    );
+    if spec["nodeName"].as_str() != Some(node) || terminated {
+        return false;
+    }
+    references(spec)
+        .into_iter()
+        .any(|(kind, used)| kind == resource && used == name)
+}
+
+/// Every (resource, name) a pod spec references.
+fn references<'a>(spec: &'a Value) -> Vec<(&'static str, &'a str)> {
+    let mut out = Vec::new();
+    let mut push =
+        |kind: &'static str, name: &'a Value| out.extend(name.as_str().map(|n| (kind, n)));
+    for secret in items(&spec["imagePullSecrets"]) {
+        push("secrets", &secret["name"]);
+    }
+    for volume in items(&spec["volumes"]) {
+        push("secrets", &volume["secret"]["secretName"]);
+        push("configmaps", &volume["configMap"]["name"]);
+        push(
+            "persistentvolumeclaims",
+            &volume["persistentVolumeClaim"]["claimName"],
+        );
+        for source in items(&volume["projected"]["sources"]) {
+            push("secrets", &source["secret"]["name"]);
+            push("configmaps", &source["configMap"]["name"]);
+        }
+    }
+    let containers = ["containers", "initContainers", "ephemeralContainers"];
+    for container in containers.iter().flat_map(|list| items(&spec[*list])) {
+        for env in items(&container["env"]) {
+            push("secrets", &env["valueFrom"]["secretKeyRef"]["name"]);
+            push("configmaps", &env["valueFrom"]["configMapKeyRef"]["name"]);
+        }
+        for from in items(&container["envFrom"]) {
+            push("secrets", &from["secretRef"]["name"]);
+            push("configmaps", &from["configMapRef"]["name"]);
+        }
+    }
+    out
+}
+
+fn items(list: &Value) -> impl Iterator<Item = &Value> {
+    list.as_array().into_iter().flatten()
 }
 
 #[cfg(test)]
@@ -162,10 +235,18 @@ mod tests {
             "/api/v1/namespaces/default/events/e",
             None
         )));
-        assert_eq!(
-            decide("GET", "/api/v1/namespaces/default/secrets/s", None),
-            Allow
+        let secret = "/api/v1/namespaces/default/secrets/s";
+        assert_eq!(decide("GET", secret, Some("node-1")), Allow);
+        assert!(deny(decide("GET", secret, None)));
+        assert!(deny(decide("GET", "/api/v1/secrets", Some("node-1"))));
+        let by_name = "fieldSelector=metadata.name%3Ds&watch=true";
+        let watch = request_attributes(
+            node_user("node-1"),
+            "GET",
+            "/api/v1/namespaces/default/secrets",
+            by_name,
         );
+        assert_eq!(authorize("node-1", &watch, Some("node-1")), Allow);
         assert!(deny(decide(
             "PUT",
             "/api/v1/namespaces/default/secrets/s",
@@ -182,6 +263,54 @@ mod tests {
             None
         )));
         assert_eq!(decide("GET", "/apis/apps/v1/deployments", None), NoOpinion);
+        let Deny(reason) = decide("GET", "/api/v1/namespaces/default/configmaps", None) else {
+            panic!("an unnamed list of configmaps is allowed");
+        };
+        assert_eq!(
+            reason,
+            "no relationship found between node 'node-1' and this object"
+        );
         assert_eq!(decide("GET", "/api", None), NoOpinion);
+    }
+
+    /// Every kind of reference is an edge; other nodes' and finished pods' are not.
+    #[test]
+    fn pods_reference_what_they_mount_and_read() {
+        let pod = serde_json::json!({
+            "spec": {
+                "nodeName": "node-1",
+                "imagePullSecrets": [{"name": "pull"}],
+                "volumes": [
+                    {"name": "a", "secret": {"secretName": "vol-secret"}},
+                    {"name": "b", "configMap": {"name": "vol-cm"}},
+                    {"name": "c", "persistentVolumeClaim": {"claimName": "data"}},
+                    {"name": "d", "projected": {"sources": [{"configMap": {"name": "proj-cm"}}]}}
+                ],
+                "initContainers": [{"name": "i", "envFrom": [{"secretRef": {"name": "init-env"}}]}],
+                "containers": [{"name": "c", "env": [
+                    {"name": "X", "valueFrom": {"configMapKeyRef": {"name": "env-cm", "key": "k"}}}
+                ]}],
+                "ephemeralContainers": [{"name": "e", "envFrom": [{"configMapRef": {"name": "eph"}}]}]
+            }
+        });
+        let uses = |resource, name| pod_references(&pod, "node-1", resource, name);
+        for (resource, name) in [
+            ("secrets", "pull"),
+            ("secrets", "vol-secret"),
+            ("configmaps", "vol-cm"),
+            ("persistentvolumeclaims", "data"),
+            ("configmaps", "proj-cm"),
+            ("secrets", "init-env"),
+            ("configmaps", "env-cm"),
+            ("configmaps", "eph"),
+        ] {
+            assert!(uses(resource, name), "{resource}/{name}");
+        }
+        assert!(!uses("configmaps", "vol-secret"));
+        assert!(!uses("secrets", "other"));
+        assert!(!pod_references(&pod, "node-2", "secrets", "pull"));
+        let mut done = pod.clone();
+        done["status"]["phase"] = "Succeeded".into();
+        assert!(!pod_references(&done, "node-1", "secrets", "pull"));
     }
 }
