@@ -38,7 +38,7 @@ pub struct RootCaPublisher {
 }
 
 /// What a namespace's `kube-root-ca.crt` needs.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Publish {
     /// Nothing: it is right, or the namespace is terminating.
     None,
