@@ -63,8 +63,13 @@ pub fn automount(spec: &PodSpec, account: Option<&ServiceAccount>) -> bool {
 
 /// The admission: defaults `serviceAccountName` (and the deprecated `serviceAccount` alias), then
 /// mounts the token volume named `kube-api-access-{suffix}` in every container that has nothing at
-/// [`TOKEN_MOUNT_PATH`] yet, unless [`automount`] says no.
-pub fn admit_pod(pod: &mut Pod, account: Option<&ServiceAccount>, suffix: &str) {
+/// [`TOKEN_MOUNT_PATH`] yet, unless [`automount`] says no or the server `issues_tokens` not.
+pub fn admit_pod(
+    pod: &mut Pod,
+    account: Option<&ServiceAccount>,
+    suffix: &str,
+    issues_tokens: bool,
+) {
     let spec = pod.spec.get_or_insert_with(Default::default);
     let name = spec
         .service_account_name
@@ -74,7 +79,8 @@ pub fn admit_pod(pod: &mut Pod, account: Option<&ServiceAccount>, suffix: &str) 
         .unwrap_or_else(|| DEFAULT_SERVICE_ACCOUNT.to_string());
     spec.service_account_name = Some(name.clone());
     spec.service_account = Some(name);
-    if !automount(spec, account) {
+    // minik's plain-http mode has no token signer (upstream always has one): nothing to mount.
+    if !issues_tokens || !automount(spec, account) {
         return;
     }
     let existing = spec
@@ -190,10 +196,21 @@ mod tests {
         }
     }
 
+    /// A server without a token signer (plain http) still defaults the account, mounts nothing.
+    #[test]
+    fn without_a_signer_the_pod_gets_its_account_but_no_token_volume() {
+        let mut web = pod(&["app"]);
+        admit_pod(&mut web, None, "abcde", false);
+        let spec = web.spec.unwrap();
+        assert_eq!(spec.service_account_name.as_deref(), Some("default"));
+        assert!(spec.volumes.is_none());
+        assert!(spec.containers[0].volume_mounts.is_none());
+    }
+
     #[test]
     fn a_pod_runs_as_default_and_mounts_the_token_volume_everywhere() {
         let mut web = pod(&["app", "sidecar"]);
-        admit_pod(&mut web, None, "abcde");
+        admit_pod(&mut web, None, "abcde", true);
         let spec = web.spec.unwrap();
         assert_eq!(spec.service_account_name.as_deref(), Some("default"));
         assert_eq!(spec.service_account.as_deref(), Some("default"));
@@ -221,7 +238,7 @@ mod tests {
         assert!(!automount(&spec, Some(&account(Some(true)))));
         let mut quiet = pod(&["app"]);
         quiet.spec.as_mut().unwrap().service_account_name = Some("robot".into());
-        admit_pod(&mut quiet, Some(&account(Some(false))), "abcde");
+        admit_pod(&mut quiet, Some(&account(Some(false))), "abcde", true);
         let spec = quiet.spec.unwrap();
         assert_eq!(spec.service_account_name.as_deref(), Some("robot"));
         assert!(spec.volumes.is_none());
@@ -236,7 +253,7 @@ mod tests {
             mount_path: TOKEN_MOUNT_PATH.into(),
             ..VolumeMount::default()
         }]);
-        admit_pod(&mut own, None, "abcde");
+        admit_pod(&mut own, None, "abcde", true);
         let spec = own.spec.unwrap();
         assert!(spec.volumes.is_none());
         assert_eq!(spec.containers[0].volume_mounts.as_ref().unwrap().len(), 1);

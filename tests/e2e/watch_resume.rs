@@ -30,8 +30,8 @@ async fn get_watch_resumes_after_the_apiserver_restarts() {
         .await
         .expect("start cluster");
     let mut child = tokio::process::Command::new(cluster.minik_binary())
-        .args(["get", "pods", "-w", "--server", cluster.server_url()])
-        .env("KUBECONFIG", "/nonexistent")
+        .args(["get", "pods", "-w"])
+        .env("KUBECONFIG", cluster.kubeconfig())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)

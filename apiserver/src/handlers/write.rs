@@ -81,7 +81,8 @@ async fn create_object(
     // Admission, as upstream's ServiceAccount plugin: before the pod strategy runs.
     let body = match (info.kind, namespace) {
         ("Pod", Some(namespace)) => {
-            registry::serviceaccounts::admit(state.storage.as_ref(), body, namespace)?
+            let issues_tokens = state.security.tokens.is_some();
+            registry::serviceaccounts::admit(state.storage.as_ref(), body, namespace, issues_tokens)?
         }
         _ => body,
     };

@@ -39,7 +39,12 @@ pub fn get(
 }
 
 /// The admission on a new pod's body (before the pod strategy runs).
-pub fn admit(storage: &dyn Storage, body: Value, namespace: &str) -> ApiResult<Value> {
+pub fn admit(
+    storage: &dyn Storage,
+    body: Value,
+    namespace: &str,
+    issues_tokens: bool,
+) -> ApiResult<Value> {
     let mut pod: Pod = typed(body, "Pod")?;
     let name = pod
         .spec
@@ -52,6 +57,6 @@ pub fn admit(storage: &dyn Storage, body: Value, namespace: &str) -> ApiResult<V
     let suffix = Alphanumeric
         .sample_string(&mut rand::rng(), 5)
         .to_ascii_lowercase();
-    admit_pod(&mut pod, account.as_ref(), &suffix);
+    admit_pod(&mut pod, account.as_ref(), &suffix, issues_tokens);
     untyped(&pod)
 }
