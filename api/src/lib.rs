@@ -60,10 +60,10 @@ pub use k8s_openapi::api::apps::v1 as apps;
 pub use k8s_openapi::api::batch::v1 as batch;
 /// The core/v1 kinds (Pod, Service, Endpoints, Node, Event, Namespace, Binding …).
 pub use k8s_openapi::api::core::v1 as core;
-/// policy/v1: PodDisruptionBudget and Eviction.
-pub use k8s_openapi::api::policy::v1 as policy;
 /// The networking.k8s.io/v1 kinds (Ingress, IngressClass).
 pub use k8s_openapi::api::networking::v1 as networking_v1;
+/// policy/v1: PodDisruptionBudget and Eviction.
+pub use k8s_openapi::api::policy::v1 as policy;
 /// ObjectMeta, Status, Time, MicroTime, ListMeta, LabelSelector and the other meta/v1 types.
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 

@@ -369,8 +369,19 @@ async fn another_local_user_gets_401_and_cannot_read_the_kubeconfig() {
     let url = format!("{}/api/v1/namespaces/default/pods", cluster.server_url());
     let body = serde_json::to_string(&pod("intruder").build()).unwrap();
     let post = as_nobody(&[
-        "curl", "-sk", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
-        "-H", "Content-Type: application/json", "-d", &body, &url,
+        "curl",
+        "-sk",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "-X",
+        "POST",
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        &body,
+        &url,
     ]);
     assert_eq!(String::from_utf8_lossy(&post.stdout), "401");
     assert!(cluster.pods().get_opt("intruder").await.unwrap().is_none());

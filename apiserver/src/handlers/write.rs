@@ -82,7 +82,12 @@ async fn create_object(
     let body = match (info.kind, namespace) {
         ("Pod", Some(namespace)) => {
             let issues_tokens = state.security.tokens.is_some();
-            registry::serviceaccounts::admit(state.storage.as_ref(), body, namespace, issues_tokens)?
+            registry::serviceaccounts::admit(
+                state.storage.as_ref(),
+                body,
+                namespace,
+                issues_tokens,
+            )?
         }
         _ => body,
     };

@@ -49,7 +49,11 @@ pub enum Publish {
 }
 
 /// What `namespace`'s ConfigMap needs so that it holds `root_ca`.
-pub fn wanted_change(namespace: &Namespace, config_maps: &Store<ConfigMap>, root_ca: &str) -> Publish {
+pub fn wanted_change(
+    namespace: &Namespace,
+    config_maps: &Store<ConfigMap>,
+    root_ca: &str,
+) -> Publish {
     let terminating = namespace.metadata.deletion_timestamp.is_some()
         || namespace.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Terminating");
     if terminating {
@@ -113,14 +117,21 @@ impl RootCaPublisher {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), namespace);
         let written = match wanted_change(&found, &self.config_maps, &self.root_ca) {
             Publish::None => return Ok(()),
-            Publish::Create => api.create(&self.config_map(namespace)).await.map(|_| "created"),
+            Publish::Create => api
+                .create(&self.config_map(namespace))
+                .await
+                .map(|_| "created"),
             Publish::Update(fixed) => api
                 .replace(ROOT_CA_CONFIG_MAP, &fixed)
                 .await
                 .map(|_| "updated"),
         };
         match written {
-            Ok(verb) => info!(namespace, config_map = ROOT_CA_CONFIG_MAP, "{verb} the root CA"),
+            Ok(verb) => info!(
+                namespace,
+                config_map = ROOT_CA_CONFIG_MAP,
+                "{verb} the root CA"
+            ),
             // Our cache is behind (it exists, or changed): the informer's event queues us again.
             Err(e) if e.is_already_exists() || e.is_conflict() => {}
             // A namespace that began terminating after our cache saw it refuses new objects.
