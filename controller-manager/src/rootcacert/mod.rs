@@ -45,7 +45,7 @@ pub enum Publish {
     /// It is missing.
     Create,
     /// Its `ca.crt` differs: write it back, keeping the rest of the object.
-    Update(ConfigMap),
+    Update(Box<ConfigMap>),
 }
 
 /// What `namespace`'s ConfigMap needs so that it holds `root_ca`.
@@ -69,7 +69,7 @@ pub fn wanted_change(
             } else {
                 let mut fixed = (*found).clone();
                 fixed.data = Some(BTreeMap::from([(CA_KEY.to_string(), root_ca.to_string())]));
-                Publish::Update(fixed)
+                Publish::Update(Box::new(fixed))
             }
         }
     }
