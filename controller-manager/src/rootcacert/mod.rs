@@ -54,9 +54,7 @@ pub fn wanted_change(
     config_maps: &Store<ConfigMap>,
     root_ca: &str,
 ) -> Publish {
-    let terminating = namespace.metadata.deletion_timestamp.is_some()
-        || namespace.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Terminating");
-    if terminating {
+    if crate::serviceaccount::is_terminating(namespace) {
         return Publish::None;
     }
     let name = namespace.metadata.name.clone().unwrap_or_default();
@@ -173,19 +171,9 @@ impl Controller for RootCaPublisher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::serviceaccount::tests::namespace;
     use minik_client::store::store;
     use minik_client::Event;
-
-    fn namespace(name: &str, terminating: bool) -> Namespace {
-        Namespace {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                deletion_timestamp: terminating.then(minik_api::now),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        }
-    }
 
     fn root_ca(namespace: &str, ca: &str) -> ConfigMap {
         ConfigMap {

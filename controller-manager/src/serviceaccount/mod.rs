@@ -34,14 +34,18 @@ pub struct ServiceAccountsController {
     client: Client,
 }
 
+/// A namespace being deleted takes no new objects (the namespace lifecycle admission refuses them).
+pub fn is_terminating(namespace: &Namespace) -> bool {
+    namespace.metadata.deletion_timestamp.is_some()
+        || namespace.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Terminating")
+}
+
 /// The managed accounts `namespace` lacks; none while it is being deleted.
 pub fn missing_accounts(
     namespace: &Namespace,
     accounts: &Store<ServiceAccount>,
 ) -> Vec<&'static str> {
-    let terminating = namespace.metadata.deletion_timestamp.is_some()
-        || namespace.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Terminating");
-    if terminating {
+    if is_terminating(namespace) {
         return Vec::new();
     }
     let name = namespace.metadata.name.clone().unwrap_or_default();
@@ -127,12 +131,12 @@ impl Controller for ServiceAccountsController {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use minik_client::store::store;
     use minik_client::Event;
 
-    fn namespace(name: &str, terminating: bool) -> Namespace {
+    pub(crate) fn namespace(name: &str, terminating: bool) -> Namespace {
         Namespace {
             metadata: ObjectMeta {
                 name: Some(name.into()),
