@@ -114,7 +114,7 @@ mod tests {
                "spec": {"rules": [{"host": "foo.example", "http": {"paths": [{"path": "/",
                    "pathType": "Prefix",
                    "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]},
-               "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}]}}})
+               "status": {"loadBalancer": {"ingress": [{"ip": "127.0.0.1"}]}}})
     }
 
     #[test]
