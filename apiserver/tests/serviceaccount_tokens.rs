@@ -1,5 +1,6 @@
 //! ServiceAccount tokens over TLS: the TokenRequest API issues them, they authenticate as the
-//! account, and an expired, tampered, wrong-audience or orphaned token is 401 with a Status.
+//! account, and an expired, tampered, wrong-audience or orphaned token is 401 with a Status; and
+//! the token volume the pod admission mounts where tokens are issued.
 
 mod secure;
 
@@ -12,6 +13,7 @@ use secure::{code, SecureServer};
 use serde_json::{json, Value};
 
 const ACCOUNTS: &str = "/api/v1/namespaces/default/serviceaccounts";
+const PODS: &str = "/api/v1/namespaces/default/pods";
 const WHOAMI: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
 
 async fn create_account(admin: &Client, name: &str) -> Value {
@@ -279,4 +281,58 @@ async fn a_node_gets_tokens_only_for_its_own_pods() {
         200,
         "a node reads service accounts: {account:?}"
     );
+}
+
+fn pod(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"containers": [{"name": "app", "image": "busybox", "command": ["sleep", "60"]}]}})
+}
+
+/// docs/security.md#s12: a pod runs as `default` with the token volume mounted read-only in each
+/// container, unless its account (or the pod) turns automount off.
+#[tokio::test]
+async fn pods_run_as_default_with_the_token_volume_unless_automount_is_off() {
+    let server = SecureServer::start().await;
+    let admin = server.client(&Identity::admin());
+    let post = |path: &'static str, body: Value| {
+        let admin = admin.clone();
+        async move {
+            admin
+                .request_json(Method::POST, path, Some(&body))
+                .await
+                .expect("created")
+        }
+    };
+    let created = post(PODS, pod("web")).await;
+    let spec = &created["spec"];
+    assert_eq!(spec["serviceAccountName"], "default");
+    assert_eq!(spec["serviceAccount"], "default");
+    let volume = &spec["volumes"][0];
+    let name = volume["name"].as_str().unwrap();
+    assert!(name.starts_with("kube-api-access-"), "{name}");
+    let sources = volume["projected"]["sources"].as_array().unwrap();
+    assert_eq!(sources[0]["serviceAccountToken"]["path"], "token");
+    assert_eq!(sources[0]["serviceAccountToken"]["expirationSeconds"], 3607);
+    assert_eq!(sources[1]["configMap"]["name"], "kube-root-ca.crt");
+    assert_eq!(sources[2]["downwardAPI"]["items"][0]["path"], "namespace");
+    let mount = &spec["containers"][0]["volumeMounts"][0];
+    assert_eq!(mount["name"], name);
+    assert_eq!(
+        mount["mountPath"],
+        "/var/run/secrets/kubernetes.io/serviceaccount"
+    );
+    assert_eq!(mount["readOnly"], true);
+
+    let quiet = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "quiet"},
+                       "automountServiceAccountToken": false});
+    post(ACCOUNTS, quiet).await;
+    let mut other = pod("other");
+    other["spec"]["serviceAccountName"] = json!("quiet");
+    let created = post(PODS, other).await;
+    assert!(created["spec"].get("volumes").is_none(), "{created}");
+    let mut insists = pod("insists");
+    insists["spec"]["serviceAccountName"] = json!("quiet");
+    insists["spec"]["automountServiceAccountToken"] = json!(true);
+    let created = post(PODS, insists).await;
+    assert_eq!(created["spec"]["volumes"].as_array().map(Vec::len), Some(1));
 }
