@@ -17,7 +17,7 @@
 //! What minik simplifies: anonymous users get 401 everywhere but the health and version paths
 //! (upstream answers 403 once RBAC denies them); no impersonation; no audit.
 //!
-//! Read next: `authn.rs` (who), `attributes.rs` (what), `rbac.rs` (may they), `bootstrap.rs`.
+//! Read next: `authn.rs` (who), `attributes.rs` (what), `rbac.rs` (may they), `bootstrap/`.
 
 pub mod attributes;
 pub mod authn;

@@ -11,7 +11,7 @@
 //! What minik simplifies: no aggregation (the bootstrap `admin`/`edit`/`view` are written out in
 //! full), no escalation check on writes to roles and bindings (docs/security.md#r3).
 //!
-//! Read next: `bootstrap.rs` (the roles every cluster starts with), `node.rs`.
+//! Read next: `bootstrap/` (the roles every cluster starts with), `node.rs`.
 
 use std::collections::HashMap;
 
