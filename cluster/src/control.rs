@@ -8,7 +8,8 @@
 //! restarting work in either mode.
 //!
 //! Stopping mirrors a node drain: every pod is deleted gracefully (the kubelet leaves pods running
-//! when it stops, so they must go first), the components are stopped in reverse start order, and
+//! when it stops, so they must go first) — except the pods of a node whose kubelet is dead, which
+//! nobody would stop: they are force deleted at once instead of holding the stop for their grace — the components are stopped in reverse start order, and
 //! the leftovers re-parented to us are killed and reaped.
 
 use std::path::PathBuf;
@@ -139,7 +140,8 @@ impl Cluster {
         if apiserver_up {
             if let Ok(client) = self.client() {
                 let (progress, grace) = (self.config.progress, self.config.drain_grace);
-                drain::delete_all_pods(&client, &hurry, progress, grace).await;
+                let dead = self.dead_nodes();
+                drain::delete_all_pods(&client, &hurry, progress, grace, &dead).await;
             }
         }
         while let Some(Member { running, .. }) = self.members.pop() {
@@ -156,6 +158,16 @@ impl Cluster {
             }
         }
         stopped
+    }
+
+    /// The nodes whose kubelet is not running: nobody would finish their pods' graceful
+    /// deletion, so the drain force deletes them (their processes are reaped below).
+    fn dead_nodes(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .filter(|m| m.component == Component::Kubelet && !m.running.is_running())
+            .filter_map(|m| m.running.name.strip_prefix("kubelet-").map(str::to_string))
+            .collect()
     }
 
     /// Stops one component and records how it ended.

@@ -238,12 +238,15 @@ fn exited(component: &Supervised) -> Error {
 
 /// Deletes every pod gracefully and waits, on a watch, until they are all gone. Bounded by the
 /// longest grace period + 5 s; a second signal (or the bound) turns the rest into force deletes.
-/// `grace` overrides every pod's own grace period (the test harness uses 1 s).
+/// `grace` overrides every pod's own grace period (the test harness uses 1 s). The pods of
+/// `dead_nodes` (their kubelet is not running, so no one would finish their graceful deletion)
+/// are force deleted and not waited for: the caller kills their processes.
 pub async fn delete_all_pods(
     client: &Client,
     hurry: &CancellationToken,
     progress: bool,
     grace: Option<i64>,
+    dead_nodes: &[String],
 ) {
     let all = Api::<Pod>::all(client.clone());
     let pods = match all.list(&ListParams::default()).await {
@@ -260,6 +263,10 @@ pub async fn delete_all_pods(
     let grace_override = grace;
     let mut longest_grace = 0;
     for pod in &pods {
+        if on_dead_node(pod, dead_nodes) {
+            delete_pod(client, pod, &DeleteParams::grace(0)).await;
+            continue;
+        }
         // The deletionGracePeriodSeconds this DELETE leaves on the pod (0: removed at once),
         // unless the caller chose one grace for every pod.
         let own = minik_api::grace::grace_after_delete(pod, None);
@@ -288,6 +295,12 @@ pub async fn delete_all_pods(
             delete_pod(client, pod, &DeleteParams::grace(0)).await;
         }
     }
+}
+
+/// True if the pod is bound to one of `dead_nodes`.
+fn on_dead_node(pod: &Pod, dead_nodes: &[String]) -> bool {
+    let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+    node.is_some_and(|node| dead_nodes.iter().any(|dead| dead == node))
 }
 
 async fn delete_pod(client: &Client, pod: &Pod, params: &DeleteParams) {
@@ -333,6 +346,21 @@ mod tests {
     use super::*;
 
     /// The readiness check recognises tracing's `ready` line, with or without colours and fields.
+    #[test]
+    fn pods_of_dead_nodes_are_recognised() {
+        let on = |node: Option<&str>| Pod {
+            spec: Some(minik_api::core::PodSpec {
+                node_name: node.map(str::to_string),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let dead = ["node-2".to_string()];
+        assert!(on_dead_node(&on(Some("node-2")), &dead));
+        assert!(!on_dead_node(&on(Some("node-1")), &dead));
+        assert!(!on_dead_node(&on(None), &dead), "a pending pod is deleted at once anyway");
+    }
+
     #[test]
     fn ready_line_is_recognised() {
         assert!(is_ready_line(

@@ -6,8 +6,12 @@
 //! reads them back the way upstream does, so the phase can never disagree with what a client sees
 //! in `containerStatuses`.
 //!
-//! minik simplifies: no `Unknown` phase (the kubelet always knows its processes), no readiness
-//! gates, and `PodReadyToStartContainers` is True as soon as the pod has its IP.
+//! Readiness gates (`GeneratePodReadyCondition`): Ready is True only when the containers are ready
+//! *and* every gate's condition, which another controller writes, is True; the kubelet keeps the
+//! conditions it does not own as the API has them (`generateAPIPodStatus`).
+//!
+//! minik simplifies: no `Unknown` phase (the kubelet always knows its processes), and
+//! `PodReadyToStartContainers` is True as soon as the pod has its IP.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStatus as ApiStatus, Pod, PodCondition, PodStatus};
@@ -180,6 +184,22 @@ pub fn conditions(
         )
     });
     let ready = unready.is_empty() && !finished;
+    let foreign: Vec<PodCondition> = old
+        .conditions
+        .iter()
+        .flatten()
+        .filter(|c| !KUBELET_CONDITIONS.contains(&c.type_.as_str()))
+        .cloned()
+        .collect();
+    let gates = if ready {
+        unready_gates(view.pod, &foreign)
+    } else {
+        None
+    };
+    let (pod_ready, pod_ready_reason, pod_ready_message) = match gates {
+        Some(message) => (false, Some(READINESS_GATES_NOT_READY), Some(message)),
+        None => (ready, ready_reason, ready_message.clone()),
+    };
     let mut conditions = vec![scheduled(old, view.now)];
     conditions.push(condition(
         old,
@@ -209,12 +229,67 @@ pub fn conditions(
     conditions.push(condition(
         old,
         "Ready",
-        ready,
-        ready_reason,
-        ready_message,
+        pod_ready,
+        pod_ready_reason,
+        pod_ready_message,
         view.now,
     ));
+    conditions.extend(foreign);
     conditions
+}
+
+/// The condition types the kubelet owns (upstream `kubetypes.PodConditionsByKubelet`); the
+/// others (readiness gates, `DisruptionTarget` …) belong to other writers and are kept.
+pub const KUBELET_CONDITIONS: [&str; 5] = [
+    "PodScheduled",
+    "PodReadyToStartContainers",
+    "Initialized",
+    "ContainersReady",
+    "Ready",
+];
+
+/// The Ready reason when the containers are ready but a readiness gate is not.
+pub const READINESS_GATES_NOT_READY: &str = "ReadinessGatesNotReady";
+
+/// Why the readiness gates hold Ready back, worded as `GeneratePodReadyCondition`; `None` when
+/// every gate's condition is True.
+pub fn unready_gates(pod: &Pod, conditions: &[PodCondition]) -> Option<String> {
+    let gates = pod.spec.as_ref().and_then(|s| s.readiness_gates.as_deref());
+    let messages: Vec<String> = gates
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|gate| {
+            let kind = &gate.condition_type;
+            match conditions.iter().find(|c| &c.type_ == kind) {
+                None => Some(format!(
+                    "corresponding condition of pod readiness gate {kind:?} does not exist."
+                )),
+                Some(c) if c.status != "True" => Some(format!(
+                    "the status of pod readiness gate {kind:?} is not \"True\", but {}",
+                    c.status
+                )),
+                Some(_) => None,
+            }
+        })
+        .collect();
+    (!messages.is_empty()).then(|| messages.join(", "))
+}
+
+/// The kubelet's last status with the API's conditions of other owners put in place of its own
+/// copies of them, so `conditions` sees the gates as the API has them now.
+pub fn with_foreign_conditions(mut kubelet: PodStatus, api: Option<&PodStatus>) -> PodStatus {
+    let owned = |c: &PodCondition| KUBELET_CONDITIONS.contains(&c.type_.as_str());
+    let mut conditions: Vec<PodCondition> = kubelet
+        .conditions
+        .take()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(owned)
+        .collect();
+    let foreign = api.and_then(|s| s.conditions.as_ref()).into_iter().flatten();
+    conditions.extend(foreign.filter(|c| !owned(c)).cloned());
+    kubelet.conditions = Some(conditions);
+    kubelet
 }
 
 /// The scheduler owns PodScheduled; the kubelet only keeps it (or fills it in for a hand-bound pod).
@@ -297,3 +372,28 @@ pub fn qos_class(pod: &Pod) -> &'static str {
         _ => "Burstable",
     }
 }
+
+/// The pod's `reason` once `activeDeadlineSeconds` has passed (`pkg/kubelet/active_deadline.go`).
+pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+
+/// Its `message`, and the `DeadlineExceeded` event's, as upstream words them.
+pub const DEADLINE_MESSAGE: &str = "Pod was active on the node longer than the specified deadline";
+
+/// Time left before `activeDeadlineSeconds`, counted from `status.startTime` (zero once it has
+/// passed); `None` without a deadline or before the kubelet set a start time
+/// (`activeDeadlineHandler.pastActiveDeadline`).
+pub fn active_deadline_left(pod: &Pod, now: Timestamp) -> Option<std::time::Duration> {
+    let seconds = pod.spec.as_ref()?.active_deadline_seconds?;
+    let start = pod.status.as_ref()?.start_time.as_ref()?.0;
+    let deadline = start + jiff::SignedDuration::from_secs(seconds);
+    let left = deadline.duration_since(now);
+    Some(if left.is_positive() {
+        left.unsigned_abs()
+    } else {
+        std::time::Duration::ZERO
+    })
+}
+
+#[cfg(test)]
+#[path = "phase_tests.rs"]
+mod tests;

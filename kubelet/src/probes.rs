@@ -13,6 +13,9 @@
 //! other two off until it passes (the pod worker starts them on its first success); a result is
 //! reported to the pod worker only when it flips.
 //!
+//! `initialDelaySeconds` counts from the container's start (`startedAt`), not from the end of its
+//! postStart hook, when the probes begin: [`first_probe_delay`].
+//!
 //! minik simplifies: no gRPC probes, no jitter before the first probe, the HTTP client ignores
 //! `host` headers and schemes other than http.
 
@@ -154,6 +157,15 @@ pub struct ProbeTask {
     pub kind: ProbeKind,
     /// The probe spec.
     pub probe: Probe,
+    /// How long the container has been running already (its `startedAt` to now).
+    pub running_for: Duration,
+}
+
+/// When the first probe goes, counted from now: `initialDelaySeconds` runs from the container's
+/// start, not from the moment its probes begin (upstream's worker compares with
+/// `State.Running.StartedAt`), so a postStart longer than the delay means probing at once.
+pub fn first_probe_delay(initial_delay: Duration, running_for: Duration) -> Duration {
+    initial_delay.saturating_sub(running_for)
 }
 
 /// Runs one probe until cancelled, sending verdict flips on `updates`.
@@ -164,7 +176,8 @@ pub async fn run(
 ) {
     let settings = ProbeSettings::from_probe(&task.probe, task.kind);
     let mut tracker = ProbeTracker::new(settings, task.kind);
-    let mut next = tokio::time::Instant::now() + settings.initial_delay;
+    let first = first_probe_delay(settings.initial_delay, task.running_for);
+    let mut next = tokio::time::Instant::now() + first;
     loop {
         tokio::select! {
             _ = token.cancelled() => break,
@@ -347,6 +360,16 @@ mod tests {
             ProbeSettings::from_probe(&liveness, ProbeKind::Liveness).success_threshold,
             1
         );
+    }
+
+    #[test]
+    fn initial_delay_counts_from_the_container_start() {
+        let secs = Duration::from_secs;
+        assert_eq!(first_probe_delay(secs(5), Duration::ZERO), secs(5));
+        // postStart took 3 s of the 5: two are left.
+        assert_eq!(first_probe_delay(secs(5), secs(3)), secs(2));
+        // postStart outlasted the delay: probe at once.
+        assert_eq!(first_probe_delay(secs(5), secs(8)), Duration::ZERO);
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! - every field a strict client requires is present (`image`, `imageID`, `ready`,
 //!   `restartCount` on each container status).
 //!
-//! minik simplifies: no readiness gates, no resize or resource status, one IP per pod.
+//! minik simplifies: no resize or resource status, one IP per pod.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -78,7 +78,15 @@ pub fn compute(view: &PodView<'_>) -> PodStatus {
         .collect();
     let phase = phase(view, &init, &app, old.phase.as_deref());
     let conditions = conditions(view, &old, &init, &app, &phase);
+    // A final phase keeps the reason it ended with (`DeadlineExceeded`, `Evicted` …).
+    let finished = phase == "Succeeded" || phase == "Failed";
+    let (reason, message) = match finished {
+        true => (old.reason, old.message),
+        false => (None, None),
+    };
     PodStatus {
+        reason,
+        message,
         phase: Some(phase),
         conditions: Some(conditions),
         host_ip: Some(view.host_ip.to_string()),

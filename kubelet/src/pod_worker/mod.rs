@@ -146,6 +146,8 @@ pub struct PodWorker {
     pub(crate) mount_error: Option<String>,
     /// A finished pod's IP and volumes were released (they are not set up again).
     pub(crate) released: bool,
+    /// `activeDeadlineSeconds` passed: the pod is reported Failed, reason `DeadlineExceeded`.
+    pub(crate) deadline_exceeded: bool,
 }
 
 impl PodWorker {
@@ -183,6 +185,7 @@ impl PodWorker {
             volumes_ready: false,
             mount_error: None,
             released: false,
+            deadline_exceeded: false,
             ctx,
         }
     }
@@ -279,7 +282,7 @@ impl PodWorker {
         }
     }
 
-    fn forget_running(&mut self, id: &str) {
+    pub(crate) fn forget_running(&mut self, id: &str) {
         if let Some(token) = self.container_tokens.remove(id) {
             token.cancel();
         }
@@ -320,7 +323,7 @@ impl PodWorker {
         }
     }
 
-    fn probe_changed(&mut self, update: ProbeUpdate) {
+    pub(crate) fn probe_changed(&mut self, update: ProbeUpdate) {
         let id = update.container_id.clone();
         if !self.container_tokens.contains_key(&id) {
             return; // a late verdict about a container that already exited
@@ -394,10 +397,22 @@ impl PodWorker {
             pod_ip: self.pod_ip(),
             kind,
             probe,
+            running_for: self.running_for(id),
         };
         self.ctx
             .tracker
             .spawn(crate::probes::run(task, self.probes_tx.clone(), token));
+    }
+
+    /// How long a container has been running (zero if the runtime does not know it).
+    fn running_for(&self, id: &str) -> Duration {
+        match self.ctx.runtime.container_status(id).map(|c| c.state) {
+            Some(ContainerState::Running { started_at, .. }) => jiff::Timestamp::now()
+                .duration_since(started_at)
+                .try_into()
+                .unwrap_or_default(),
+            _ => Duration::ZERO,
+        }
     }
 
     /// The token of a running container (created on first use).

@@ -36,6 +36,9 @@ impl PodWorker {
             self.report(pod, false).await;
             return self.release_finished().await;
         }
+        if self.past_active_deadline(pod) {
+            return self.fail_past_deadline(pod).await;
+        }
         if !self.ensure_sandbox(pod).await {
             return;
         }
@@ -73,9 +76,11 @@ impl PodWorker {
         // wrote, not on a possibly older copy from the watch (which would make writes ping-pong).
         let mut base = pod.clone();
         if let Some(last) = &self.last_status {
-            base.status = Some(last.clone());
+            // Conditions of other writers (readiness gates) are the API's, not our last copy.
+            let api = pod.status.as_ref();
+            base.status = Some(crate::phase::with_foreign_conditions(last.clone(), api));
         }
-        let status = compute(&PodView {
+        let mut status = compute(&PodView {
             pod: &base,
             containers: &containers,
             memos: &self.memos,
@@ -88,7 +93,32 @@ impl PodWorker {
             terminated_by_kubelet,
             now: jiff::Timestamp::now(),
         });
+        if self.deadline_exceeded {
+            status.phase = Some("Failed".into());
+            status.reason = Some(crate::phase::DEADLINE_EXCEEDED.into());
+            status.message = Some(crate::phase::DEADLINE_MESSAGE.into());
+        }
         self.write_status(pod, status).await;
+    }
+
+    /// True once `activeDeadlineSeconds` has passed since the start time the kubelet reported;
+    /// before that, asks for a sync at the deadline.
+    fn past_active_deadline(&mut self, pod: &Pod) -> bool {
+        if pod.spec.as_ref().and_then(|s| s.active_deadline_seconds).is_none() {
+            return false;
+        }
+        let mut view = pod.clone();
+        if let Some(last) = &self.last_status {
+            view.status = Some(last.clone());
+        }
+        match crate::phase::active_deadline_left(&view, jiff::Timestamp::now()) {
+            Some(left) if left.is_zero() => true,
+            Some(left) => {
+                self.wake_at(Instant::now() + left);
+                false
+            }
+            None => false,
+        }
     }
 
     /// Allocates the IP and volumes once; false (and a retry in 2 s) if that failed.

@@ -12,6 +12,10 @@
 //! DELETED event; both are fed into a watch channel every container's stop sequence follows
 //! (see [`crate::terminate`] for the per-container rules).
 //!
+//! While the containers stop, readiness probes keep running (upstream's prober does not stop at
+//! termination): a verdict flip or a container exit is written to the status at once, so Ready and
+//! the EndpointSlice's `serving` follow the app until it exits.
+//!
 //! If the kubelet shuts down in the middle, termination is abandoned and the next kubelet
 //! starts it over with the full grace, as upstream does (T3).
 
@@ -27,16 +31,51 @@ use tracing::{info, warn};
 
 use crate::container::pod_log_dir;
 use crate::cri::ContainerState;
-use crate::pod_worker::{find_container, PodUpdate, PodWorker};
+use crate::pod_worker::{find_container, ContainerEvent, PodUpdate, PodWorker};
+use crate::probes::ProbeKind;
 use crate::terminate::{stop_container, StopRequest};
 
 impl PodWorker {
     /// Stops the pod's containers and, unless the kubelet shuts down meanwhile, finishes the
     /// deletion. `removed`: the pod is already gone from the API (force delete).
     pub(crate) async fn terminate_pod(mut self, pod: Arc<Pod>, removed: bool) {
-        let mut grace_seconds = grace::termination_grace(pod.as_ref(), removed);
+        let grace_seconds = grace::termination_grace(pod.as_ref(), removed);
         info!(pod = %self.key, grace_seconds, removed, "terminating pod");
-        self.stop_watching();
+        if let Some(removed) = self.stop_containers(&pod, grace_seconds, removed).await {
+            self.finish_termination(&pod, removed).await;
+        }
+    }
+
+    /// `activeDeadlineSeconds` has passed: the pod fails with `DeadlineExceeded` and its
+    /// containers are killed with the pod's grace period, as upstream's `activeDeadlineHandler`
+    /// makes `SyncPod` do; the object stays (phase Failed) unless it is deleted meanwhile.
+    pub(crate) async fn fail_past_deadline(&mut self, pod: &Arc<Pod>) {
+        use crate::phase::{DEADLINE_EXCEEDED, DEADLINE_MESSAGE};
+        let grace_seconds = grace::container_kill_grace(pod.as_ref(), None);
+        info!(pod = %self.key, grace_seconds, "active deadline exceeded; killing the pod");
+        let reporter = &self.ctx.reporter;
+        reporter.event(pod, None, "Normal", DEADLINE_EXCEEDED, DEADLINE_MESSAGE);
+        self.deadline_exceeded = true;
+        let Some(removed) = self.stop_containers(pod, grace_seconds, false).await else {
+            return;
+        };
+        let latest = self.pod();
+        if removed || latest.metadata.deletion_timestamp.is_some() {
+            return self.finish_termination(&latest, removed).await;
+        }
+        self.report(&latest, true).await;
+        self.release_finished().await;
+    }
+
+    /// Stops every running container within `grace_seconds`, which a second DELETE may shorten
+    /// while we wait. Returns whether the pod was removed from the API meanwhile, or `None` if the
+    /// kubelet is shutting down.
+    async fn stop_containers(
+        &mut self,
+        pod: &Arc<Pod>,
+        mut grace_seconds: i64,
+        removed: bool,
+    ) -> Option<bool> {
         let grace = Duration::from_secs(grace_seconds as u64);
         let (grace_tx, grace_rx) = watch::channel(grace);
         let start = Instant::now();
@@ -47,7 +86,7 @@ impl PodWorker {
             .collect();
         let pod_ip = self.pod_ip();
         let ctx = self.ctx.clone();
-        let (ctx, pod_ref, pod_ip, grace_rx) = (&ctx, &pod, &pod_ip, &grace_rx);
+        let (ctx, pod_ref, pod_ip, grace_rx) = (&ctx, pod, &pod_ip, &grace_rx);
         let stop = |container: &crate::cri::ContainerStatus| {
             let spec = find_container(pod_ref, &container.config.name);
             let id = container.id.clone();
@@ -80,11 +119,27 @@ impl PodWorker {
         tokio::pin!(stops);
         let mut removed = removed;
         loop {
+            let mut readiness_changed = false;
             tokio::select! {
                 _ = &mut stops => break,
+                // The prober keeps going while the pod terminates, so Ready (and the
+                // EndpointSlice's `serving`) follows the app until its containers exit.
+                Some(update) = self.probes_rx.recv() => {
+                    if update.kind == ProbeKind::Readiness {
+                        self.probe_changed(update);
+                        readiness_changed = true;
+                    }
+                }
+                Some(event) = self.events_rx.recv() => {
+                    if let ContainerEvent::Exited(id) = event {
+                        self.killing.remove(&id);
+                        self.forget_running(&id);
+                        readiness_changed = true;
+                    }
+                }
                 _ = self.token.cancelled() => {
                     warn!(pod = %self.key, "kubelet stopping during pod termination; the next kubelet restarts it");
-                    return;
+                    return None;
                 }
                 changed = self.updates.changed() => {
                     if changed.is_err() { continue; }
@@ -99,8 +154,16 @@ impl PodWorker {
                     }
                 }
             }
+            if readiness_changed && !removed {
+                let latest = self.pod();
+                tokio::select! {
+                    _ = self.report(&latest, false) => {}
+                    _ = &mut stops => break,
+                }
+            }
         }
-        self.finish_termination(&pod, removed).await;
+        self.stop_watching();
+        Some(removed)
     }
 
     /// Final status, sandbox release, container cleanup and the final DELETE.

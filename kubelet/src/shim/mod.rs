@@ -34,7 +34,9 @@
 //!   126 (not executable) or 128 (anything else) and a `message`, and exits with that code.
 //!
 //! The kubelet never signals the shim: it signals the container's process group (`pid` in
-//! `DIR/started.json`).
+//! `DIR/started.json`). Anyone else may: SIGTERM to the shim stops its container (SIGTERM, then
+//! SIGKILL after `--stop-grace`, default 10 s; `stop.rs`), so a shim whose kubelet died does not
+//! leave its container running when it is told to stop.
 //! If the shim itself is SIGKILLed, the exit status is lost (as with containerd, #6570): the runtime
 //! then kills the orphaned group and reports exit code 255.
 //!
@@ -60,6 +62,7 @@ use crate::cri::ContainerConfig;
 
 mod log;
 mod procfs;
+mod stop;
 
 pub use log::{cri_log_record, rfc3339_nanos};
 use log::{open_log, spawn_copier};
@@ -162,9 +165,12 @@ struct Options {
     state_dir: PathBuf,
     log_path: PathBuf,
     argv: Vec<String>,
+    /// Seconds from the SIGTERM the shim forwards to the SIGKILL (`stop.rs`).
+    stop_grace: u32,
 }
 
-const USAGE: &str = "usage: minik shim --state DIR --log FILE -- ARGV0 [ARGS...]";
+const USAGE: &str =
+    "usage: minik shim --state DIR --log FILE [--stop-grace SECONDS] -- ARGV0 [ARGS...]";
 
 /// Set when the handshake is out: the state directory, whose `shim.log` then takes the shim's
 /// messages (its stderr is `/dev/null` from that moment; see [`note`]).
@@ -194,10 +200,17 @@ pub fn main(args: Vec<String>) -> i32 {
 fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut rest = args.iter().skip_while(|a| a.as_str() == "shim");
     let (mut state_dir, mut log_path) = (None, None);
+    let mut stop_grace = stop::DEFAULT_STOP_GRACE_SECONDS;
     loop {
         match rest.next().map(String::as_str) {
             Some("--state") => state_dir = rest.next().map(PathBuf::from),
             Some("--log") => log_path = rest.next().map(PathBuf::from),
+            Some("--stop-grace") => {
+                let value = rest.next().map(String::as_str).unwrap_or_default();
+                stop_grace = value
+                    .parse()
+                    .map_err(|_| format!("--stop-grace {value:?}: not a number of seconds"))?;
+            }
             Some("--") => break,
             Some(other) => return Err(format!("unexpected argument {other:?}")),
             None => return Err("missing `-- ARGV`".into()),
@@ -211,6 +224,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         state_dir: state_dir.ok_or("missing --state DIR")?,
         log_path: log_path.ok_or("missing --log FILE")?,
         argv,
+        stop_grace,
     })
 }
 
@@ -221,6 +235,7 @@ fn supervise(opts: &Options) -> io::Result<i32> {
         state_dir: std::path::absolute(&opts.state_dir)?,
         log_path: std::path::absolute(&opts.log_path)?,
         argv: opts.argv.clone(),
+        stop_grace: opts.stop_grace,
     };
     let mut config: StoredConfig = read_json(&opts.state_dir.join(CONFIG_FILE))?;
     config.working_dir = config.working_dir.map(std::path::absolute).transpose()?;
@@ -260,6 +275,10 @@ fn supervise(opts: &Options) -> io::Result<i32> {
         );
     }
 
+    // Told to stop (the kubelet may be gone), the shim stops its container rather than leave it.
+    if let Err(err) = stop::stop_on_sigterm(child.id(), opts.stop_grace) {
+        note(&format!("minik shim: cannot handle SIGTERM: {err}"));
+    }
     let copiers: Vec<_> = [
         child
             .stdout
@@ -511,7 +530,8 @@ mod tests {
             Options {
                 state_dir: "/s".into(),
                 log_path: "/l".into(),
-                argv: strings(&["sleep", "--", "1"])
+                argv: strings(&["sleep", "--", "1"]),
+                stop_grace: 10,
             }
         );
     }
@@ -521,5 +541,9 @@ mod tests {
         assert!(parse_args(&strings(&["--state", "/s", "--", "x"])).is_err());
         assert!(parse_args(&strings(&["--state", "/s", "--log", "/l", "--"])).is_err());
         assert!(parse_args(&strings(&["--bogus"])).is_err());
+        let grace = ["--state", "/s", "--log", "/l", "--stop-grace", "2", "--", "x"];
+        assert_eq!(parse_args(&strings(&grace)).unwrap().stop_grace, 2);
+        let bad = ["--state", "/s", "--log", "/l", "--stop-grace", "soon", "--", "x"];
+        assert!(parse_args(&strings(&bad)).is_err());
     }
 }
