@@ -248,9 +248,8 @@ pub const POD: &[Rule] = &[
     ignored("spec.resources"),
     ignored("spec.resourceClaims"),
     ignored("spec.runtimeClassName"),
-    // The kubelet: no deadline, no readiness gates, no users, namespaces, DNS or /etc/hosts.
-    ignored("spec.activeDeadlineSeconds"),
-    field("spec.readinessGates", Set, "is ignored (Ready follows the containers only)"),
+    // The kubelet: no users, namespaces, DNS or /etc/hosts (it honours activeDeadlineSeconds and
+    // readinessGates).
     ignored("spec.securityContext"),
     field("spec.hostNetwork", Set, "is ignored (the pod gets its own IP)"),
     field("spec.hostUsers", Is(&["false"]), IGNORED),

@@ -160,8 +160,6 @@ fn each_ignored_pod_field_is_named_with_its_path_and_index() {
             "minik: spec.schedulingGates is ignored (the pod is scheduled at once)",
             "minik: spec.priorityClassName is ignored",
             "minik: spec.priority is ignored",
-            "minik: spec.activeDeadlineSeconds is ignored",
-            "minik: spec.readinessGates is ignored (Ready follows the containers only)",
             "minik: spec.securityContext is ignored",
             "minik: spec.hostNetwork is ignored (the pod gets its own IP)",
             "minik: spec.hostUsers false is ignored",
