@@ -27,7 +27,8 @@
 //! are stopped and cleaned up. Stopping the pods themselves is `minik down`'s job (it deletes
 //! them through the API first).
 //!
-//! minik simplifies: no pause containers, images, cgroups, resource enforcement, static pods,
+//! minik simplifies: no pause containers, images, cpu or memory cgroups (only the pids cap,
+//! `cgroups.rs`), resource enforcement, static pods,
 //! eviction or node pressure; the node always reports itself Ready (the controller manager marks a
 //! silent one Unknown).
 //!
@@ -46,6 +47,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 pub mod atomic_writer;
+pub mod cgroups;
 pub mod container;
 pub mod cri;
 pub mod downward;
@@ -171,10 +173,16 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let client = minik_client::Client::connect(&config.server, config.kubeconfig.as_deref())?;
     let (api_host, api_port) = api_address(client.base_url())?;
     std::fs::create_dir_all(&config.root_dir)?;
-    let runtime: Arc<dyn cri::Runtime> = Arc::new(cri::process::ProcessRuntime::new(
-        config.root_dir.clone(),
-        config.minik_binary.clone(),
-    )?);
+    let process_runtime =
+        cri::process::ProcessRuntime::new(config.root_dir.clone(), config.minik_binary.clone())?;
+    let pod_cgroups = cgroups::PodCgroups::detect(
+        &cgroups::base_name(&config.node_name, &config.root_dir),
+        config.pod_pids_limit,
+    );
+    if let Some(cgroups) = &pod_cgroups {
+        process_runtime.set_pod_cgroups(cgroups.clone());
+    }
+    let runtime: Arc<dyn cri::Runtime> = Arc::new(process_runtime);
     let sandbox = Arc::new(sandbox::NodeSandbox::open(
         &config.root_dir,
         &config.pod_cidr,
@@ -228,6 +236,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             runtime.clone(),
             reporter.clone(),
             config.pod_pids_limit,
+            pod_cgroups,
             shutdown.clone(),
         ));
         let ctx = Arc::new(pod_worker::WorkerContext {

@@ -10,7 +10,12 @@
 //! them SIGKILLed, with a Warning Event `PidsLimitExceeded`. Its containers then exit with 137 and
 //! restart as their restartPolicy says. The count is [`pod_processes`], a pure function.
 //!
-//! minik simplifies: the limit is checked once a second, so a fork bomb overshoots it by what it
+//! Where the `pids` controller is usable (`cgroups.rs`: cgroup v2 if delegated, else v1) each pod
+//! also has a cgroup whose `pids.max` is the limit: the kernel refuses the fork past it, exactly as
+//! upstream, and the watchdog still kills the pod (`PidsLimitExceeded`) once a fork was refused, so
+//! a fork bomb ends instead of spinning at the limit.
+//!
+//! minik simplifies: without cgroups the limit is checked once a second, so a fork bomb overshoots it by what it
 //! forks in that second before it is stopped.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -24,6 +29,7 @@ use nix::unistd::Pid;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
+use crate::cgroups::PodCgroups;
 use crate::cri::{ContainerState, Runtime};
 use crate::reporter::PodReporter;
 use crate::shim::proc_stat;
@@ -132,31 +138,53 @@ pub async fn watchdog(
     runtime: Arc<dyn Runtime>,
     reporter: Arc<dyn PodReporter>,
     limit: i64,
+    cgroups: Option<PodCgroups>,
     shutdown: CancellationToken,
 ) {
     if limit < 0 {
         return;
     }
     let mut tick = tokio::time::interval(PERIOD);
+    let mut refused_seen: BTreeMap<String, u64> = BTreeMap::new();
     loop {
         tokio::select! {
-            _ = shutdown.cancelled() => return,
+            _ = shutdown.cancelled() => {
+                cgroups.iter().for_each(PodCgroups::remove_empty);
+                return;
+            }
             _ = tick.tick() => {}
+        }
+        if let Some(cgroups) = &cgroups {
+            let known: Vec<String> = runtime
+                .list_containers()
+                .into_iter()
+                .map(|c| c.config.pod_uid)
+                .collect();
+            cgroups.remove_others(&known);
         }
         let containers = running_containers(runtime.as_ref());
         if containers.is_empty() {
             continue;
         }
         let counts = pod_processes(&read_procs(), &containers);
-        for (uid, pids) in counts.iter().filter(|(_, p)| p.len() as i64 > limit) {
+        for (uid, pids) in &counts {
+            let refused = cgroups.as_ref().map_or(0, |c| c.refused(uid));
+            let newly_refused = refused > refused_seen.get(uid).copied().unwrap_or(0);
+            refused_seen.insert(uid.clone(), refused);
+            if pids.len() as i64 <= limit && !newly_refused {
+                continue;
+            }
             let Some(container) = containers.iter().find(|c| &c.pod_uid == uid) else {
                 continue;
             };
-            warn!(pod = %container.pod_key, processes = pids.len(), limit, "over the pod pids limit; killing its processes");
-            let message = format!(
-                "Pod had {} processes, over the pod pids limit of {limit}: its processes were killed",
-                pids.len()
-            );
+            warn!(pod = %container.pod_key, processes = pids.len(), limit, refused, "over the pod pids limit; killing its processes");
+            let message = match newly_refused {
+                true => format!("Pod reached the pod pids limit of {limit} ({refused} forks refused): its processes were killed"),
+                false => format!(
+                    "Pod had {} processes, over the pod pids limit of {limit}: its processes were killed",
+                    pids.len()
+                ),
+            };
             reporter.event(
                 &pod_of(container),
                 None,

@@ -9,6 +9,7 @@ mod configmaps; // ConfigMaps, Secrets, the downward API, service links in env a
 mod creation; // pods from creation to Running, restarts, init containers, exit codes
 mod daemonsets; // DaemonSets across nodes joining and leaving, a rollout, kill -9 mid-rollout
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
+mod fidelity; // issue 19: probes while terminating, initialDelay, deadlines, gates, shim stop, up stop
 mod hook_orphans; // a preStop's setsid child goes with the force-deleted pod
 mod images; // busybox, python, nginx, agnhost as written; 300 short-lived pods on one /24
 mod ingress; // the ingress controller: host/path routing, removal within its lag

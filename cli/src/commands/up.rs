@@ -65,6 +65,10 @@ pub struct UpArgs {
     /// default 110; a node's /24 pod CIDR has 254 addresses, so that is the most).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=254))]
     pub max_pods: Option<u16>,
+    /// Passed to the kubelets: the most processes one pod may have (`--pod-max-pids` upstream;
+    /// -1: no limit) [default: 1024].
+    #[arg(long, allow_negative_numbers = true)]
+    pub pod_pids_limit: Option<i64>,
     /// Also write the admin kubeconfig to this file (mode 0600).
     #[arg(long, value_name = "PATH")]
     pub kubeconfig_out: Option<PathBuf>,
@@ -87,9 +91,11 @@ fn parse_duration(text: &str) -> Result<String, String> {
 
 /// The flags `up` adds to every kubelet's command line.
 fn kubelet_args(args: &UpArgs) -> Vec<String> {
-    args.max_pods
-        .map(|n| vec!["--max-pods".into(), n.to_string()])
-        .unwrap_or_default()
+    let max_pods = args.max_pods.map(|n| ["--max-pods".into(), n.to_string()]);
+    let pids = args
+        .pod_pids_limit
+        .map(|n| ["--pod-pids-limit".into(), n.to_string()]);
+    max_pods.into_iter().chain(pids).flatten().collect()
 }
 
 /// Runs `minik up` until Ctrl-C / SIGTERM, then stops the cluster.
@@ -305,6 +311,11 @@ mod tests {
         assert_eq!(kubelet_args(&up), ["--max-pods", "250"]);
         assert!(kubelet_args(&parse(&["up"]).unwrap()).is_empty());
         assert!(parse(&["up", "--max-pods", "300"]).is_err());
+        let up = parse(&["up", "--pod-pids-limit", "-1", "--max-pods", "5"]).unwrap();
+        assert_eq!(
+            kubelet_args(&up),
+            ["--max-pods", "5", "--pod-pids-limit", "-1"]
+        );
     }
 
     /// The state file round-trips through JSON.

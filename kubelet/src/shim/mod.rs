@@ -17,6 +17,8 @@
 //! - The shim calls `setsid()` (its own session: a Ctrl-C aimed at `minik up` or a `kill -9` of the
 //!   kubelet does not reach it) and `PR_SET_CHILD_SUBREAPER` (orphans of the container are
 //!   re-parented to the shim instead of init, so it can reap and kill them).
+//! - With `--cgroup DIR` it first joins the pod's `pids` cgroup (`cgroups.rs`), so the container
+//!   and all it forks are counted there.
 //! - It spawns the container in its own process group (`process_group(0)`), with exactly the given
 //!   environment, stdin `/dev/null`, stdout/stderr piped into `FILE` in CRI log format
 //!   (`2026-11-22T02:30:00.123456789Z stdout F line`).
@@ -167,10 +169,12 @@ struct Options {
     argv: Vec<String>,
     /// Seconds from the SIGTERM the shim forwards to the SIGKILL (`stop.rs`).
     stop_grace: u32,
+    /// The pod's `pids` cgroup, joined before the container starts (`cgroups.rs`).
+    cgroup: Option<PathBuf>,
 }
 
 const USAGE: &str =
-    "usage: minik shim --state DIR --log FILE [--stop-grace SECONDS] -- ARGV0 [ARGS...]";
+    "usage: minik shim --state DIR --log FILE [--stop-grace SECONDS] [--cgroup DIR] -- ARGV0 [ARGS...]";
 
 /// Set when the handshake is out: the state directory, whose `shim.log` then takes the shim's
 /// messages (its stderr is `/dev/null` from that moment; see [`note`]).
@@ -201,10 +205,12 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut rest = args.iter().skip_while(|a| a.as_str() == "shim");
     let (mut state_dir, mut log_path) = (None, None);
     let mut stop_grace = stop::DEFAULT_STOP_GRACE_SECONDS;
+    let mut cgroup = None;
     loop {
         match rest.next().map(String::as_str) {
             Some("--state") => state_dir = rest.next().map(PathBuf::from),
             Some("--log") => log_path = rest.next().map(PathBuf::from),
+            Some("--cgroup") => cgroup = rest.next().map(PathBuf::from),
             Some("--stop-grace") => {
                 let value = rest.next().map(String::as_str).unwrap_or_default();
                 stop_grace = value
@@ -225,6 +231,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         log_path: log_path.ok_or("missing --log FILE")?,
         argv,
         stop_grace,
+        cgroup,
     })
 }
 
@@ -236,6 +243,7 @@ fn supervise(opts: &Options) -> io::Result<i32> {
         log_path: std::path::absolute(&opts.log_path)?,
         argv: opts.argv.clone(),
         stop_grace: opts.stop_grace,
+        cgroup: opts.cgroup.clone(),
     };
     let mut config: StoredConfig = read_json(&opts.state_dir.join(CONFIG_FILE))?;
     config.working_dir = config.working_dir.map(std::path::absolute).transpose()?;
@@ -255,6 +263,13 @@ fn supervise(opts: &Options) -> io::Result<i32> {
             );
         }
     };
+    // The container and all it forks are counted in the pod's cgroup from the start.
+    if let Some(cgroup) = &opts.cgroup {
+        let me = std::process::id().to_string();
+        if let Err(err) = fs::write(cgroup.join("cgroup.procs"), me) {
+            eprintln!("minik shim: cannot join {}: {err}", cgroup.display());
+        }
+    }
     let mut child = match spawn_container(opts, &config) {
         Ok(child) => child,
         Err(failure) => return report_start_failure(opts, failure, started_at),
@@ -532,6 +547,7 @@ mod tests {
                 log_path: "/l".into(),
                 argv: strings(&["sleep", "--", "1"]),
                 stop_grace: 10,
+                cgroup: None,
             }
         );
     }

@@ -74,6 +74,8 @@ pub struct ProcessRuntime {
 struct Inner {
     containers_dir: PathBuf,
     minik_binary: PathBuf,
+    /// Each pod's `pids` cgroup, which its shims join (`cgroups.rs`); unset: no cgroups.
+    pod_cgroups: std::sync::OnceLock<crate::cgroups::PodCgroups>,
     containers: Mutex<BTreeMap<ContainerId, Record>>,
 }
 
@@ -116,6 +118,7 @@ impl ProcessRuntime {
         let inner = Inner {
             containers_dir,
             minik_binary,
+            pod_cgroups: std::sync::OnceLock::new(),
             containers: Mutex::new(containers),
         };
         let runtime = ProcessRuntime {
@@ -123,6 +126,23 @@ impl ProcessRuntime {
         };
         runtime.watch_adopted();
         Ok(runtime)
+    }
+
+    /// From now on, every container starts in its pod's `pids` cgroup.
+    pub fn set_pod_cgroups(&self, cgroups: crate::cgroups::PodCgroups) {
+        let _ = self.inner.pod_cgroups.set(cgroups);
+    }
+
+    /// The pod's cgroup directory, created on first use (`None` without cgroups, or on error).
+    fn pod_cgroup(&self, pod_uid: &str) -> Option<PathBuf> {
+        let cgroups = self.inner.pod_cgroups.get()?;
+        match cgroups.ensure(pod_uid) {
+            Ok(dir) => Some(dir),
+            Err(error) => {
+                warn!(pod_uid, %error, "cannot create the pod's cgroup; the watchdog caps it");
+                None
+            }
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<ContainerId, Record>> {
@@ -157,9 +177,11 @@ impl ProcessRuntime {
             .arg("--state")
             .arg(&dir)
             .arg("--log")
-            .arg(&config.log_path)
-            .arg("--")
-            .args(&config.argv);
+            .arg(&config.log_path);
+        if let Some(cgroup) = self.pod_cgroup(&config.pod_uid) {
+            cmd.arg("--cgroup").arg(cgroup);
+        }
+        cmd.arg("--").args(&config.argv);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
