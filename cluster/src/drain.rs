@@ -358,7 +358,10 @@ mod tests {
         let dead = ["node-2".to_string()];
         assert!(on_dead_node(&on(Some("node-2")), &dead));
         assert!(!on_dead_node(&on(Some("node-1")), &dead));
-        assert!(!on_dead_node(&on(None), &dead), "a pending pod is deleted at once anyway");
+        assert!(
+            !on_dead_node(&on(None), &dead),
+            "a pending pod is deleted at once anyway"
+        );
     }
 
     #[test]

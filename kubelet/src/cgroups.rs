@@ -219,7 +219,8 @@ mod tests {
 
     #[test]
     fn own_cgroup_reads_the_v2_line_or_the_controller_line() {
-        let text = "9:name=systemd:/\n8:pids:/user.slice\n4:memory:/x\n0::/user.slice/session-1.scope";
+        let text =
+            "9:name=systemd:/\n8:pids:/user.slice\n4:memory:/x\n0::/user.slice/session-1.scope";
         let v2 = own_cgroup(text, Version::V2, "");
         assert_eq!(v2, Some(PathBuf::from("user.slice/session-1.scope")));
         let v1 = own_cgroup(text, Version::V1, "pids");

@@ -286,7 +286,10 @@ pub fn with_foreign_conditions(mut kubelet: PodStatus, api: Option<&PodStatus>) 
         .into_iter()
         .filter(owned)
         .collect();
-    let foreign = api.and_then(|s| s.conditions.as_ref()).into_iter().flatten();
+    let foreign = api
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten();
     conditions.extend(foreign.filter(|c| !owned(c)).cloned());
     kubelet.conditions = Some(conditions);
     kubelet

@@ -53,7 +53,10 @@ fn status_of(pod: &Pod) -> PodStatus {
 
 fn find<'s>(status: &'s PodStatus, type_: &str) -> &'s PodCondition {
     let conditions = status.conditions.iter().flatten();
-    conditions.clone().find(|c| c.type_ == type_).expect("condition")
+    conditions
+        .clone()
+        .find(|c| c.type_ == type_)
+        .expect("condition")
 }
 
 #[test]

@@ -154,37 +154,40 @@ pub async fn watchdog(
             }
             _ = tick.tick() => {}
         }
-        if let Some(cgroups) = &cgroups {
-            let known: Vec<String> = runtime
-                .list_containers()
-                .into_iter()
-                .map(|c| c.config.pod_uid)
-                .collect();
-            cgroups.remove_others(&known);
-        }
         let containers = running_containers(runtime.as_ref());
+        if let Some(cgroups) = &cgroups {
+            let refused = refused_forks(runtime.as_ref(), cgroups, &mut refused_seen);
+            for (pod, count) in refused {
+                warn!(pod = %pod.pod_key, limit, refused = count, "a fork was refused at the pod pids limit; killing its processes");
+                let message = format!("Pod reached the pod pids limit of {limit} ({count} forks refused): its processes were killed");
+                reporter.event(
+                    &pod_of(&pod),
+                    None,
+                    "Warning",
+                    "PidsLimitExceeded",
+                    &message,
+                );
+                let groups: Vec<u32> = containers
+                    .iter()
+                    .filter(|c| c.pod_uid == pod.pod_uid)
+                    .map(|c| c.pid)
+                    .collect();
+                kill_pod(&groups, &pod.pod_uid, &containers);
+            }
+        }
         if containers.is_empty() {
             continue;
         }
         let counts = pod_processes(&read_procs(), &containers);
-        for (uid, pids) in &counts {
-            let refused = cgroups.as_ref().map_or(0, |c| c.refused(uid));
-            let newly_refused = refused > refused_seen.get(uid).copied().unwrap_or(0);
-            refused_seen.insert(uid.clone(), refused);
-            if pids.len() as i64 <= limit && !newly_refused {
-                continue;
-            }
+        for (uid, pids) in counts.iter().filter(|(_, p)| p.len() as i64 > limit) {
             let Some(container) = containers.iter().find(|c| &c.pod_uid == uid) else {
                 continue;
             };
-            warn!(pod = %container.pod_key, processes = pids.len(), limit, refused, "over the pod pids limit; killing its processes");
-            let message = match newly_refused {
-                true => format!("Pod reached the pod pids limit of {limit} ({refused} forks refused): its processes were killed"),
-                false => format!(
-                    "Pod had {} processes, over the pod pids limit of {limit}: its processes were killed",
-                    pids.len()
-                ),
-            };
+            warn!(pod = %container.pod_key, processes = pids.len(), limit, "over the pod pids limit; killing its processes");
+            let message = format!(
+                "Pod had {} processes, over the pod pids limit of {limit}: its processes were killed",
+                pids.len()
+            );
             reporter.event(
                 &pod_of(container),
                 None,
@@ -200,6 +203,34 @@ pub async fn watchdog(
             kill_pod(&groups, uid, &containers);
         }
     }
+}
+
+/// The pods (any container, running or exited) whose cgroup refused a fork since the last look,
+/// with the count; removes the cgroups of pods the runtime no longer knows.
+fn refused_forks(
+    runtime: &dyn Runtime,
+    cgroups: &PodCgroups,
+    seen: &mut BTreeMap<String, u64>,
+) -> Vec<(RunningContainer, u64)> {
+    let mut pods: BTreeMap<String, RunningContainer> = BTreeMap::new();
+    for c in runtime.list_containers() {
+        let pod = RunningContainer {
+            pod_key: c.config.pod_key,
+            pod_uid: c.config.pod_uid.clone(),
+            pid: 0,
+        };
+        pods.insert(c.config.pod_uid, pod);
+    }
+    cgroups.remove_others(&pods.keys().cloned().collect::<Vec<_>>());
+    seen.retain(|uid, _| pods.contains_key(uid));
+    let mut refused = Vec::new();
+    for (uid, pod) in pods {
+        let count = cgroups.refused(&uid);
+        if count > seen.insert(uid, count).unwrap_or(0) {
+            refused.push((pod, count));
+        }
+    }
+    refused
 }
 
 /// SIGKILLs the containers' process groups, then every process of the pod, until none is left.

@@ -65,7 +65,11 @@ async fn readiness_is_probed_while_the_pod_terminates() {
         .grace(15)
         .container_field("readinessProbe", probe)
         .pre_stop_exec(&["sh", "-c", &stop_serving]);
-    cluster.pods().create(&fixture.build()).await.expect("create");
+    cluster
+        .pods()
+        .create(&fixture.build())
+        .await
+        .expect("create");
     let running = wait_for(&cluster.pods(), "gone-0", p::is_ready, RUNNING)
         .await
         .expect("Ready");
@@ -81,9 +85,14 @@ async fn readiness_is_probed_while_the_pod_terminates() {
             && p::condition(pod, "Ready") == Some("False")
             && container_running(pod)
     };
-    wait_for(&cluster.pods(), "gone-0", unready_while_running, Duration::from_secs(6))
-        .await
-        .expect("Ready False while the container still runs its preStop");
+    wait_for(
+        &cluster.pods(),
+        "gone-0",
+        unready_while_running,
+        Duration::from_secs(6),
+    )
+    .await
+    .expect("Ready False while the container still runs its preStop");
     let after = deleted.elapsed().as_secs_f64();
     eprintln!("terminating pod reported unready {after:.2}s after the delete");
     let slices: Api<EndpointSlice> = Api::namespaced(cluster.client(), "default");
@@ -107,18 +116,27 @@ async fn readiness_is_probed_while_the_pod_terminates() {
 async fn initial_delay_counts_from_the_container_start() {
     let _machine = crate::support::shared().await;
     let cluster = one_node().await;
-    let probe = json!({"exec": {"command": ["true"]}, "initialDelaySeconds": 4, "periodSeconds": 1});
+    let probe =
+        json!({"exec": {"command": ["true"]}, "initialDelaySeconds": 4, "periodSeconds": 1});
     let fixture = pod("delayed")
         .post_start_sleep(Duration::from_secs(4))
         .container_field("readinessProbe", probe);
     run_pod(&cluster, &fixture.build()).await;
     let running = Instant::now();
-    wait_for(&cluster.pods(), "delayed", p::is_ready, Duration::from_secs(10))
-        .await
-        .expect("Ready");
+    wait_for(
+        &cluster.pods(),
+        "delayed",
+        p::is_ready,
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("Ready");
     let gap = running.elapsed().as_secs_f64();
     eprintln!("Ready {gap:.2}s after Running (postStart 4s, initialDelaySeconds 4)");
-    assert!(gap < 2.5, "the first probe waited for the delay again: {gap:.2}s");
+    assert!(
+        gap < 2.5,
+        "the first probe waited for the delay again: {gap:.2}s"
+    );
     stop_clean(cluster).await;
 }
 
@@ -150,8 +168,14 @@ async fn active_deadline_fails_the_pod_and_kills_its_containers() {
     let took = finished.duration_since(start).as_secs_f64();
     eprintln!("activeDeadlineSeconds 2: container ended {took:.2}s after startTime");
     assert!((2.0..6.0).contains(&took), "{took:.2}s");
-    assert!(event_reasons(&cluster, "deadline").await.iter().any(|r| r == "DeadlineExceeded"));
-    assert!(cluster.pod_processes("deadline").is_empty(), "the container was killed");
+    assert!(event_reasons(&cluster, "deadline")
+        .await
+        .iter()
+        .any(|r| r == "DeadlineExceeded"));
+    assert!(
+        cluster.pod_processes("deadline").is_empty(),
+        "the container was killed"
+    );
     assert_eq!(p::condition(&pod, "Ready"), Some("False"));
     stop_clean(cluster).await;
 }
@@ -171,13 +195,18 @@ async fn readiness_gates_hold_ready_until_their_condition_is_true() {
         .await
         .expect("containers ready");
     assert_eq!(p::condition(&pod, "Ready"), Some("False"));
-    assert_eq!(p::condition_reason(&pod, "Ready"), Some("ReadinessGatesNotReady"));
+    assert_eq!(
+        p::condition_reason(&pod, "Ready"),
+        Some("ReadinessGatesNotReady")
+    );
     assert_eq!(
         condition_message(&pod, "Ready"),
         Some("corresponding condition of pod readiness gate \"example.com/lb\" does not exist.")
     );
     let set_gate = |status: &str| {
-        Patch::Strategic(json!({"status": {"conditions": [{"type": "example.com/lb", "status": status}]}}))
+        Patch::Strategic(
+            json!({"status": {"conditions": [{"type": "example.com/lb", "status": status}]}}),
+        )
     };
     let pods = cluster.pods();
     pods.patch_status("gated", &set_gate("False"))
@@ -194,7 +223,11 @@ async fn readiness_gates_hold_ready_until_their_condition_is_true() {
     let pod = wait_for(&pods, "gated", p::is_ready, Duration::from_secs(10))
         .await
         .expect("Ready once the gate is True");
-    assert_eq!(p::condition(&pod, "example.com/lb"), Some("True"), "the gate is kept");
+    assert_eq!(
+        p::condition(&pod, "example.com/lb"),
+        Some("True"),
+        "the gate is kept"
+    );
     stop_clean(cluster).await;
 }
 
@@ -218,12 +251,17 @@ async fn a_shim_told_to_stop_stops_its_container_without_its_kubelet() {
         .expect("kill the kubelet");
     kill(Pid::from_raw(shim as i32), Signal::SIGTERM).expect("SIGTERM the shim");
     let stopped = Instant::now();
-    eventually("the container and its shim to end", Duration::from_secs(8), || async {
-        (!procs::is_alive(container.pid) && !procs::is_alive(shim)).then_some(())
-    })
+    eventually(
+        "the container and its shim to end",
+        Duration::from_secs(8),
+        || async { (!procs::is_alive(container.pid) && !procs::is_alive(shim)).then_some(()) },
+    )
     .await
     .expect("the shim stopped its container");
-    eprintln!("shim stopped its container in {:.2}s", stopped.elapsed().as_secs_f64());
+    eprintln!(
+        "shim stopped its container in {:.2}s",
+        stopped.elapsed().as_secs_f64()
+    );
     cluster.restart("kubelet-node-1").await.expect("restart");
     stop_clean(cluster).await;
 }
@@ -234,7 +272,11 @@ async fn a_shim_told_to_stop_stops_its_container_without_its_kubelet() {
 async fn up_stops_within_seconds_when_a_kubelet_is_dead() {
     let _machine = crate::support::shared().await;
     let up = Up::start(1).await;
-    let fixture = pod("stuck").port(8080).grace(30).on_sigterm("ignore").build();
+    let fixture = pod("stuck")
+        .port(8080)
+        .grace(30)
+        .on_sigterm("ignore")
+        .build();
     up.pods().create(&fixture).await.expect("create");
     wait_for(&up.pods(), "stuck", p::is_running, RUNNING)
         .await
@@ -250,5 +292,8 @@ async fn up_stops_within_seconds_when_a_kubelet_is_dead() {
     up.down().await;
     let took = started.elapsed().as_secs_f64();
     eprintln!("minik down with a dead kubelet took {took:.1}s");
-    assert!(took < 12.0, "stopping waited for the grace period: {took:.1}s");
+    assert!(
+        took < 12.0,
+        "stopping waited for the grace period: {took:.1}s"
+    );
 }

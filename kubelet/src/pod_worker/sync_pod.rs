@@ -104,7 +104,12 @@ impl PodWorker {
     /// True once `activeDeadlineSeconds` has passed since the start time the kubelet reported;
     /// before that, asks for a sync at the deadline.
     fn past_active_deadline(&mut self, pod: &Pod) -> bool {
-        if pod.spec.as_ref().and_then(|s| s.active_deadline_seconds).is_none() {
+        if pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.active_deadline_seconds)
+            .is_none()
+        {
             return false;
         }
         let mut view = pod.clone();

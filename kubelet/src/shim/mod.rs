@@ -557,9 +557,27 @@ mod tests {
         assert!(parse_args(&strings(&["--state", "/s", "--", "x"])).is_err());
         assert!(parse_args(&strings(&["--state", "/s", "--log", "/l", "--"])).is_err());
         assert!(parse_args(&strings(&["--bogus"])).is_err());
-        let grace = ["--state", "/s", "--log", "/l", "--stop-grace", "2", "--", "x"];
+        let grace = [
+            "--state",
+            "/s",
+            "--log",
+            "/l",
+            "--stop-grace",
+            "2",
+            "--",
+            "x",
+        ];
         assert_eq!(parse_args(&strings(&grace)).unwrap().stop_grace, 2);
-        let bad = ["--state", "/s", "--log", "/l", "--stop-grace", "soon", "--", "x"];
+        let bad = [
+            "--state",
+            "/s",
+            "--log",
+            "/l",
+            "--stop-grace",
+            "soon",
+            "--",
+            "x",
+        ];
         assert!(parse_args(&strings(&bad)).is_err());
     }
 }

@@ -310,7 +310,16 @@ impl ProcessRuntime {
                 warn!(container = %id, "container did not exit after SIGKILL; removing its record anyway");
             }
         }
-        self.lock().remove(id);
+        let last_of_pod = {
+            let mut containers = self.lock();
+            containers.remove(id);
+            let uid = &record.config.pod_uid;
+            !containers.values().any(|r| &r.config.pod_uid == uid)
+        };
+        if let Some(cgroups) = self.inner.pod_cgroups.get().filter(|_| last_of_pod) {
+            // Best effort: a shim still exiting keeps it busy; the watchdog removes it later.
+            let _ = fs::remove_dir(cgroups.dir(&record.config.pod_uid));
+        }
         let _ = fs::remove_dir_all(&record.dir);
         let _ = fs::remove_file(&record.config.log_path);
         info!(container = %id, "removed container");
