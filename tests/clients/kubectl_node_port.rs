@@ -34,20 +34,32 @@ async fn kubectl_expose_type_node_port_and_curl_reaches_the_pod() {
     let cluster = Cluster::builder().start().await.expect("start cluster");
     let kubectl = Kubectl::new(binary, &cluster);
     let manifest = kubectl.manifest("pod.yaml", &pod_yaml("web", "app: web", ""));
-    kubectl.ok(&["apply", "-f", manifest.to_str().unwrap()]).await;
+    kubectl
+        .ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
     running(&cluster, "web").await;
 
     let exposed = kubectl
-        .ok(&["expose", "pod", "web", "--type=NodePort", "--port=80", "--target-port=8080", "--name=web-np"])
+        .ok(&[
+            "expose",
+            "pod",
+            "web",
+            "--type=NodePort",
+            "--port=80",
+            "--target-port=8080",
+            "--name=web-np",
+        ])
         .await;
     assert!(exposed.contains("service/web-np exposed"), "{exposed}");
     let service = cluster.services().get("web-np").await.expect("the service");
     let ports = service.spec.and_then(|s| s.ports).unwrap_or_default();
     let node_port = ports[0].node_port.expect("a node port") as u16;
     assert!((30000..=32767).contains(&node_port), "{node_port}");
-    let reached = eventually("curl 127.0.0.1:nodePort → web", Duration::from_secs(30), || async {
-        curl(node_port).await.filter(|body| body == "web")
-    })
+    let reached = eventually(
+        "curl 127.0.0.1:nodePort → web",
+        Duration::from_secs(30),
+        || async { curl(node_port).await.filter(|body| body == "web") },
+    )
     .await;
     assert!(reached.is_ok(), "{:?}", curl(node_port).await);
 
@@ -84,7 +96,13 @@ async fn an_ingress_without_a_class_gets_the_default_class() {
         .await;
     assert!(created.contains("created"), "{created}");
     let explicit = kubectl
-        .ok(&["create", "ingress", "other", "--class=elsewhere", "--rule=o.example/*=web:80"])
+        .ok(&[
+            "create",
+            "ingress",
+            "other",
+            "--class=elsewhere",
+            "--rule=o.example/*=web:80",
+        ])
         .await;
     assert!(explicit.contains("created"), "{explicit}");
     let ingresses: Api<Ingress> = Api::namespaced(cluster.client(), "default");

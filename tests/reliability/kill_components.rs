@@ -50,7 +50,11 @@ async fn scale(client: &Client, replicas: i64) {
 /// Ready pods of the Deployment and ready endpoints of its Service.
 async fn counts(client: &Client) -> Option<(usize, usize)> {
     let pods = client
-        .request_json(Method::GET, "/api/v1/namespaces/default/pods?labelSelector=app%3Dweb", None)
+        .request_json(
+            Method::GET,
+            "/api/v1/namespaces/default/pods?labelSelector=app%3Dweb",
+            None,
+        )
         .await
         .ok()?;
     let ready = pods["items"]
@@ -58,8 +62,13 @@ async fn counts(client: &Client) -> Option<(usize, usize)> {
         .iter()
         .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
         .filter(|p| {
-            let conditions = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
-            conditions.iter().any(|c| c["type"] == "Ready" && c["status"] == "True")
+            let conditions = p["status"]["conditions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            conditions
+                .iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
         })
         .count();
     let slices = client
@@ -81,8 +90,16 @@ async fn counts(client: &Client) -> Option<(usize, usize)> {
 
 /// `GET http://127.0.0.1:PORT/`: the pod name that answered.
 async fn through_node_port(port: u16) -> Option<String> {
-    let http = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(2)).build().ok()?;
-    let response = http.get(format!("http://127.0.0.1:{port}/")).send().await.ok()?;
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .ok()?;
+    let response = http
+        .get(format!("http://127.0.0.1:{port}/"))
+        .send()
+        .await
+        .ok()?;
     response.text().await.ok()
 }
 
@@ -95,14 +112,24 @@ async fn each_component_killed_comes_back_and_reconciles_a_change_made_meanwhile
         .await
         .expect("create the deployment");
     let service = client
-        .request_json(Method::POST, "/api/v1/namespaces/default/services", Some(&node_port_service()))
+        .request_json(
+            Method::POST,
+            "/api/v1/namespaces/default/services",
+            Some(&node_port_service()),
+        )
         .await
         .expect("create the service");
-    let node_port = service["spec"]["ports"][0]["nodePort"].as_u64().expect("a node port") as u16;
-    eventually("2 ready pods behind the node port", RECONCILED_WITHIN, || async {
-        let answered = through_node_port(node_port).await?;
-        (counts(&client).await == Some((2, 2)) && answered.starts_with("web-")).then_some(())
-    })
+    let node_port = service["spec"]["ports"][0]["nodePort"]
+        .as_u64()
+        .expect("a node port") as u16;
+    eventually(
+        "2 ready pods behind the node port",
+        RECONCILED_WITHIN,
+        || async {
+            let answered = through_node_port(node_port).await?;
+            (counts(&client).await == Some((2, 2)) && answered.starts_with("web-")).then_some(())
+        },
+    )
     .await
     .expect("the deployment serves");
 
@@ -120,16 +147,25 @@ async fn each_component_killed_comes_back_and_reconciles_a_change_made_meanwhile
         let started = Instant::now();
         kill(Pid::from_raw(old as i32), Signal::SIGKILL).expect("kill -9");
         scale(&client, replicas).await;
-        eventually(&format!("{component} back, {replicas} pods serving"), RECONCILED_WITHIN, || async {
-            let pid = up.pid_of(component);
-            let back = pid != old && procs::is_alive(pid);
-            let serving = through_node_port(node_port).await.is_some_and(|a| a.starts_with("web-"));
-            let want = replicas as usize;
-            (back && serving && counts(&client).await == Some((want, want))).then_some(())
-        })
+        eventually(
+            &format!("{component} back, {replicas} pods serving"),
+            RECONCILED_WITHIN,
+            || async {
+                let pid = up.pid_of(component);
+                let back = pid != old && procs::is_alive(pid);
+                let serving = through_node_port(node_port)
+                    .await
+                    .is_some_and(|a| a.starts_with("web-"));
+                let want = replicas as usize;
+                (back && serving && counts(&client).await == Some((want, want))).then_some(())
+            },
+        )
         .await
         .expect("back and reconciled");
-        eprintln!("{component}: back and {replicas} pods serving after {:?}", started.elapsed());
+        eprintln!(
+            "{component}: back and {replicas} pods serving after {:?}",
+            started.elapsed()
+        );
     }
     up.down().await;
 }
