@@ -103,6 +103,36 @@ async fn through_node_port(port: u16) -> Option<String> {
     response.text().await.ok()
 }
 
+/// What the cluster looks like, for a failure message.
+async fn diagnose(client: &Client, node_port: u16) -> String {
+    let pods = client
+        .request_json(Method::GET, "/api/v1/namespaces/default/pods", None)
+        .await
+        .unwrap_or_default();
+    let lines: Vec<String> = pods["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|p| {
+            let deleting = !p["metadata"]["deletionTimestamp"].is_null();
+            format!(
+                "{} {} node={} deleting={deleting} conditions={}",
+                p["metadata"]["name"],
+                p["status"]["phase"],
+                p["spec"]["nodeName"],
+                p["status"]["conditions"]
+            )
+        })
+        .collect();
+    let answer = through_node_port(node_port).await;
+    let counts = counts(client).await;
+    format!(
+        "counts {counts:?}, node port {answer:?}\n{}",
+        lines.join("\n")
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn each_component_killed_comes_back_and_reconciles_a_change_made_meanwhile() {
     let up = Up::start(1).await;
@@ -134,9 +164,9 @@ async fn each_component_killed_comes_back_and_reconciles_a_change_made_meanwhile
     .expect("the deployment serves");
 
     let components = [
+        "kubelet-node-1",
         "scheduler",
         "controller-manager",
-        "kubelet-node-1",
         "endpoint-controller",
         "proxy",
         "apiserver",
@@ -147,7 +177,7 @@ async fn each_component_killed_comes_back_and_reconciles_a_change_made_meanwhile
         let started = Instant::now();
         kill(Pid::from_raw(old as i32), Signal::SIGKILL).expect("kill -9");
         scale(&client, replicas).await;
-        eventually(
+        let reached = eventually(
             &format!("{component} back, {replicas} pods serving"),
             RECONCILED_WITHIN,
             || async {
@@ -160,8 +190,13 @@ async fn each_component_killed_comes_back_and_reconciles_a_change_made_meanwhile
                 (back && serving && counts(&client).await == Some((want, want))).then_some(())
             },
         )
-        .await
-        .expect("back and reconciled");
+        .await;
+        if reached.is_err() {
+            panic!(
+                "{component}: not reconciled:\n{}",
+                diagnose(&client, node_port).await
+            );
+        }
         eprintln!(
             "{component}: back and {replicas} pods serving after {:?}",
             started.elapsed()
