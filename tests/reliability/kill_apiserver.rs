@@ -118,7 +118,8 @@ async fn apiserver_kill_9_under_mixed_writes_loses_no_acknowledged_write() {
             (cm.metadata.name.clone().unwrap_or_default(), counter)
         })
         .collect();
-    let acked = acked.lock().unwrap();
+    // The writers have all returned: take what they recorded.
+    let acked = std::mem::take(&mut *acked.lock().unwrap());
     let mut lost = Vec::new();
     for (name, counter) in &acked.counters {
         let deleted = acked.deleted.contains(name);
