@@ -14,6 +14,11 @@
 //! is ignored (every node port routes to all the Service's endpoints, as `Cluster` does: minik's
 //! nodes share one host, so there is no client source IP to keep and no extra hop to save).
 //!
+//! A node port freed by one Service and taken by another in the same instant may still be held by
+//! the old accept loop for a moment; the bind then fails, is reported, and is tried again on the
+//! Service's next change (upstream's proxier retries on every sync; minik has no periodic sync).
+//! The proxy's own fallback listeners (`proxier.rs`) skip the node ports of the Services it knows.
+//!
 //! [`desired_node_address`] is the pure decision, tested below; [`NodeListener`] is what the
 //! proxier keeps per open service port.
 
