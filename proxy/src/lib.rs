@@ -35,12 +35,13 @@
 //! The pieces, in the order a change and then a connection meet them: [`sync`] (informers →
 //! proxier, the sync delay in [`delay`]), [`service_port`] (Services → per-port specs),
 //! [`slice_cache`] (EndpointSlices → per-port endpoints),
-//! [`proxier`] (listeners per service port, and [`node_port`] listeners), [`tcp`] (accept, dial, copy with [`splice`]),
+//! [`proxier`] (listeners per service port, bound by [`bind`], and [`node_port`] listeners), [`tcp`] (accept, dial, copy with [`splice`]),
 //! [`load_balancer`] (which endpoint); beside them [`state`], [`metrics`], [`http`] and
 //! [`events`] (what the proxy reports).
 //!
 //! Read next: `sync.rs`, then `proxier.rs`.
 
+pub mod bind;
 pub mod delay;
 pub mod events;
 pub mod http;

@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info};
 
+use crate::bind::bind_now;
 use crate::service_port::ServicePortSpec;
 use crate::tcp::{self, PortProxy};
 
@@ -106,13 +107,6 @@ pub fn open(
         listener,
         stop,
     })
-}
-
-/// Binds a listening socket at once (see `proxier::bind_now`).
-fn bind_now(address: SocketAddr) -> std::io::Result<TcpListener> {
-    let listener = std::net::TcpListener::bind(address)?;
-    listener.set_nonblocking(true)?;
-    TcpListener::from_std(listener)
 }
 
 #[cfg(test)]
