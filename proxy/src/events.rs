@@ -7,6 +7,10 @@
 //! sub-second `eventTime`, and the endpoint list in the message:
 //! `Applied endpoints for default/web:http: 127.244.1.2:8080,127.244.1.3:8080` (or `<none>`).
 //!
+//! A node port the proxy cannot open is a `Warning` Event on the Service, reason
+//! `NodePortUnavailable` (minik's: upstream's iptables proxier writes the bind error as the
+//! reason of an Event on the Node, "can't open port …, skipping it").
+//!
 //! Publishing is an API call, so it runs in its own task fed by [`crate::state::ProxyState`]'s broadcast: the
 //! proxier never waits for the apiserver. The exact apply time stays in the proxy's record
 //! (`GET /applied`); the Event's `eventTime` follows it within the time of one local request.
@@ -20,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use crate::service_port::format_endpoint_list;
-use crate::state::AppliedChange;
+use crate::state::{AppliedChange, Problem};
 
 /// minik's own Event reason for "the proxy now routes to this endpoint set".
 pub const REASON_ENDPOINTS_APPLIED: &str = "EndpointsApplied";
@@ -43,6 +47,40 @@ pub async fn publish_applied(
                 warn!(missed, "too many endpoint changes; events skipped")
             }
             Err(RecvError::Closed) => break,
+        }
+    }
+}
+
+/// minik's Event reason for "a node port could not be opened".
+pub const REASON_NODE_PORT_UNAVAILABLE: &str = "NodePortUnavailable";
+
+/// Writes one Warning Event per problem until `shutdown` fires.
+pub async fn publish_problems(
+    recorder: Recorder,
+    services: Store<Service>,
+    mut problems: broadcast::Receiver<Problem>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let problem = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            problem = problems.recv() => problem,
+        };
+        let problem = match problem {
+            Ok(problem) => problem,
+            Err(RecvError::Lagged(missed)) => {
+                warn!(missed, "too many problems; events skipped");
+                continue;
+            }
+            Err(RecvError::Closed) => break,
+        };
+        let regarding = service_reference(&services, &problem.service);
+        let reason = REASON_NODE_PORT_UNAVAILABLE;
+        if let Err(error) = recorder
+            .publish(&regarding, "Warning", reason, &problem.message)
+            .await
+        {
+            warn!(service = %problem.service, %error, "cannot publish problem event");
         }
     }
 }

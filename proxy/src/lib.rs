@@ -25,7 +25,9 @@
 //! - no iptables: every 127.0.0.0/8 address is local on Linux, so the proxy listens on
 //!   `clusterIP:port` directly, and falls back to a port on 127.0.0.1 (reported on `/proxies`)
 //!   when it cannot bind it;
-//! - TCP only, IPv4 slices only, no node ports or external IPs, no topology hints;
+//! - TCP only, IPv4 slices only, no external IPs, no topology hints; node ports are served on one
+//!   node address (`--node-address`, 127.0.0.1) and `externalTrafficPolicy` is ignored
+//!   (`node_port.rs`);
 //! - `--sync-delay` holds every EndpointSlice change back on purpose, to stand for the slow consumers of
 //!   seed 003 ("Making K8s shutdowns more graceful", docs/seeds.md) and make the deletion race
 //!   visible.
@@ -33,17 +35,19 @@
 //! The pieces, in the order a change and then a connection meet them: [`sync`] (informers →
 //! proxier, the sync delay in [`delay`]), [`service_port`] (Services → per-port specs),
 //! [`slice_cache`] (EndpointSlices → per-port endpoints),
-//! [`proxier`] (listeners per service port), [`tcp`] (accept, dial, copy with [`splice`]),
+//! [`proxier`] (listeners per service port, bound by [`bind`], and [`node_port`] listeners), [`tcp`] (accept, dial, copy with [`splice`]),
 //! [`load_balancer`] (which endpoint); beside them [`state`], [`metrics`], [`http`] and
 //! [`events`] (what the proxy reports).
 //!
 //! Read next: `sync.rs`, then `proxier.rs`.
 
+pub mod bind;
 pub mod delay;
 pub mod events;
 pub mod http;
 pub mod load_balancer;
 pub mod metrics;
+pub mod node_port;
 pub mod proxier;
 pub mod service_port;
 pub mod slice_cache;
@@ -52,7 +56,7 @@ pub mod state;
 pub mod sync;
 pub mod tcp;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -123,6 +127,8 @@ pub struct Config {
     pub dial_attempts: usize,
     /// Ports tried on 127.0.0.1 when a service's `clusterIP:port` cannot be bound.
     pub node_port_range: RangeInclusive<u16>,
+    /// The node's address, where node ports are served (loopback only).
+    pub node_address: IpAddr,
 }
 
 impl Default for Config {
@@ -136,6 +142,7 @@ impl Default for Config {
             dial_timeout: proxier.dial_timeout,
             dial_attempts: proxier.dial_attempts,
             node_port_range: proxier.node_port_range,
+            node_address: proxier.node_address,
         }
     }
 }
@@ -165,6 +172,9 @@ pub struct Args {
     /// Fallback ports on 127.0.0.1 when clusterIP:port cannot be bound, `FIRST-LAST`.
     #[arg(long, default_value = "30000-32767", value_parser = parse_port_range)]
     pub node_port_range: RangeInclusive<u16>,
+    /// The node's address: NodePort and LoadBalancer Services are served at ADDRESS:nodePort.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub node_address: IpAddr,
 }
 
 impl Args {
@@ -178,6 +188,7 @@ impl Args {
             dial_timeout: self.dial_timeout,
             dial_attempts: usize::from(self.dial_attempts),
             node_port_range: self.node_port_range,
+            node_address: self.node_address,
         }
     }
 }
@@ -202,6 +213,10 @@ fn parse_port_range(text: &str) -> Result<RangeInclusive<u16>, String> {
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let address = config.metrics_listen;
     if !address.ip().is_loopback() {
+        return Err(Error::NotLoopback { address });
+    }
+    if !config.node_address.is_loopback() {
+        let address = SocketAddr::new(config.node_address, 0);
         return Err(Error::NotLoopback { address });
     }
     let listener = TcpListener::bind(address)
@@ -240,14 +255,23 @@ pub async fn serve(
 
     let recorder = minik_client::events::Recorder::new(client, "proxy", None);
     let applied = state.subscribe_applied();
-    let publisher =
-        events::publish_applied(recorder, service_store, applied, shutdown.child_token());
+    let problems = state.subscribe_problems();
+    let publisher = events::publish_applied(
+        recorder.clone(),
+        service_store.clone(),
+        applied,
+        shutdown.child_token(),
+    );
     tasks.spawn(publisher);
+    let problems =
+        events::publish_problems(recorder, service_store, problems, shutdown.child_token());
+    tasks.spawn(problems);
 
     let proxier_config = ProxierConfig {
         dial_timeout: config.dial_timeout,
         dial_attempts: config.dial_attempts.max(1),
         node_port_range: config.node_port_range.clone(),
+        node_address: config.node_address,
     };
     let mut proxier = Proxier::new(proxier_config, state, tasks.clone(), shutdown.clone());
     let metrics = metrics_address.map(|a| a.to_string()).unwrap_or_default();

@@ -20,7 +20,7 @@
 //! Read next: `tcp.rs` (a listener's accept loop) and `load_balancer.rs` (the endpoint choice).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,14 +33,15 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
+use crate::bind::bind_now;
 use crate::load_balancer::LoadBalancer;
+use crate::node_port::{self, desired_node_address, NodeListener, Opened};
 use crate::service_port::{format_endpoint_list, service_ports, ServicePortName, ServicePortSpec};
 use crate::slice_cache::SliceCache;
 use crate::state::{AppliedChange, ListenInfo, ProxyState};
 use crate::tcp::{self, PortProxy};
 
-/// How many ports of the fallback range are tried before asking the kernel for any free port.
-pub const FALLBACK_TRIES: u16 = 32;
+pub use crate::bind::{fallback_ports, FALLBACK_TRIES};
 
 /// A bound listening socket and whether it is the fallback address.
 type Handover = (Arc<TcpListener>, bool);
@@ -54,6 +55,8 @@ pub struct ProxierConfig {
     pub dial_attempts: usize,
     /// Ports tried on 127.0.0.1 when `clusterIP:port` cannot be bound.
     pub node_port_range: RangeInclusive<u16>,
+    /// The node's address, where NodePort and LoadBalancer Services' node ports are served.
+    pub node_address: IpAddr,
 }
 
 impl Default for ProxierConfig {
@@ -62,6 +65,7 @@ impl Default for ProxierConfig {
             dial_timeout: Duration::from_millis(250),
             dial_attempts: 4,
             node_port_range: 30000..=32767,
+            node_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
         }
     }
 }
@@ -75,6 +79,8 @@ struct OpenPort {
     fallback: bool,
     /// Cancelling it closes the listener; established connections carry on.
     stop: CancellationToken,
+    /// The listener on `nodeAddress:nodePort`, for NodePort and LoadBalancer Services.
+    node: Option<NodeListener>,
 }
 
 /// The proxier. Not shared: one task (the sync loop) owns it and calls its `on_*` methods in order.
@@ -137,11 +143,15 @@ impl Proxier {
         // socket is handed over to the new accept loop instead.
         let mut handover: HashMap<SocketAddr, Handover> = HashMap::new();
         for name in stale {
-            if let Some(open) = self.close_port(&name) {
+            if let Some(mut open) = self.close_port(&name) {
+                if let Some(node) = open.node.take() {
+                    handover.insert(node.address, (node.close(), false));
+                }
                 handover.insert(open.spec.cluster_addr, (open.listener, open.fallback));
             }
         }
         for spec in desired {
+            let name = spec.name.clone();
             match self.open_ports.get_mut(&spec.name) {
                 Some(open) => {
                     open.proxy.balancer.set_affinity(spec.affinity);
@@ -152,7 +162,41 @@ impl Proxier {
                     self.open_port(spec, reuse);
                 }
             }
+            self.sync_node_port(&name, &mut handover);
         }
+    }
+
+    /// Opens, moves or closes a service port's node listener to match its spec. A node port that
+    /// cannot be bound is reported (log and Warning Event) and tried again on the next change.
+    fn sync_node_port(
+        &mut self,
+        name: &ServicePortName,
+        handover: &mut HashMap<SocketAddr, Handover>,
+    ) {
+        let Some(open) = self.open_ports.get_mut(name) else {
+            return;
+        };
+        let desired = desired_node_address(&open.spec, self.config.node_address);
+        if desired == open.node.as_ref().map(|node| node.address) {
+            return;
+        }
+        if let Some(old) = open.node.take() {
+            old.close();
+        }
+        if let Some(address) = desired {
+            let reuse = handover.remove(&address).map(|(listener, _)| listener);
+            match node_port::open(
+                address,
+                reuse,
+                open.proxy.clone(),
+                &self.tasks,
+                &self.shutdown,
+            ) {
+                Opened::Listening(node) => open.node = Some(node),
+                Opened::Failed(message) => self.state.record_problem(name, message),
+            }
+        }
+        self.publish_listener(name);
     }
 
     /// A Service was deleted: close all its ports.
@@ -298,34 +342,49 @@ impl Proxier {
             self.shutdown.clone(),
         );
         self.tasks.spawn(serve);
-        self.state.set_listener(
-            &spec.name,
-            ListenInfo {
-                service: spec.name.service.to_string(),
-                port: spec.name.port.clone(),
-                cluster_address: spec.cluster_addr,
-                listen_address,
-                fallback,
-            },
-        );
         info!(service = %spec.name, address = %listen_address, fallback, "opened proxy port");
+        let name = spec.name.clone();
         self.open_ports.insert(
-            spec.name.clone(),
+            name.clone(),
             OpenPort {
                 spec,
                 proxy,
                 listener,
                 fallback,
                 stop,
+                node: None,
             },
         );
+        self.publish_listener(&name);
+    }
+
+    /// Tells [`ProxyState`] where a service port listens (`GET /proxies`).
+    fn publish_listener(&self, name: &ServicePortName) {
+        let Some(open) = self.open_ports.get(name) else {
+            return;
+        };
+        let Ok(listen_address) = open.listener.local_addr() else {
+            return;
+        };
+        let info = ListenInfo {
+            service: name.service.to_string(),
+            port: name.port.clone(),
+            cluster_address: open.spec.cluster_addr,
+            listen_address,
+            fallback: open.fallback,
+            node_address: open.node.as_ref().map(|node| node.address),
+        };
+        self.state.set_listener(name, info);
     }
 
     /// Closes a service port's listener; its established connections carry on until they end.
     /// Returns what was open, for a possible handover of its socket.
     fn close_port(&mut self, name: &ServicePortName) -> Option<OpenPort> {
-        let open = self.open_ports.remove(name)?;
+        let mut open = self.open_ports.remove(name)?;
         open.stop.cancel();
+        if let Some(node) = open.node.take() {
+            node.close();
+        }
         self.state.remove_listener(name);
         info!(service = %name, "closed proxy port");
         Some(open)
@@ -342,7 +401,15 @@ impl Proxier {
             service = %spec.name, address = %spec.cluster_addr, %error,
             "cannot listen on the cluster address, falling back to a node port on 127.0.0.1"
         );
-        let candidates = fallback_ports(&spec.name, &self.config.node_port_range);
+        // A fallback must not take a port some Service's node listener wants.
+        let node_ports: BTreeSet<u16> = self
+            .open_ports
+            .values()
+            .filter_map(|open| open.spec.node_port)
+            .chain(spec.node_port)
+            .collect();
+        let candidates = fallback_ports(&spec.name, &self.config.node_port_range)
+            .filter(|port| !node_ports.contains(port));
         for port in candidates.chain(std::iter::once(0)) {
             if let Ok(listener) = bind_now(SocketAddr::from((Ipv4Addr::LOCALHOST, port))) {
                 return Some((Arc::new(listener), true));
@@ -350,66 +417,5 @@ impl Proxier {
         }
         warn!(service = %spec.name, "no fallback port could be bound; service port not proxied");
         None
-    }
-}
-
-/// Binds a listening socket right away (std's `bind` is one syscall; it sets `SO_REUSEADDR` like
-/// tokio's), then hands it to tokio.
-fn bind_now(address: SocketAddr) -> std::io::Result<TcpListener> {
-    let listener = std::net::TcpListener::bind(address)?;
-    listener.set_nonblocking(true)?;
-    TcpListener::from_std(listener)
-}
-
-/// The fallback ports to try for a service port: [`FALLBACK_TRIES`] consecutive ports of `range`
-/// (wrapping), starting at a hash of the port's name, so a service keeps its fallback port across
-/// proxy restarts when that port is free.
-pub fn fallback_ports(
-    name: &ServicePortName,
-    range: &RangeInclusive<u16>,
-) -> impl Iterator<Item = u16> {
-    let start = *range.start() as u32;
-    let size = (*range.end() as u32).saturating_sub(start) + 1;
-    let offset = fnv1a(name.to_string().as_bytes()) % size;
-    let tries = (FALLBACK_TRIES as u32).min(size);
-    (0..tries).map(move |i| (start + (offset + i) % size) as u16)
-}
-
-/// FNV-1a, 32 bits: a tiny, stable hash (std's `DefaultHasher` may change between Rust releases).
-fn fnv1a(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c_9dc5, |hash, byte| {
-        (hash ^ u32::from(*byte)).wrapping_mul(0x0100_0193)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn name(service: &str, port: &str) -> ServicePortName {
-        ServicePortName {
-            service: ObjectKey::new("default", service),
-            port: port.into(),
-        }
-    }
-
-    #[test]
-    fn fallback_ports_stay_in_the_range_and_are_stable() {
-        let range = 30000..=32767;
-        let ports: Vec<u16> = fallback_ports(&name("web", "http"), &range).collect();
-        assert_eq!(ports.len(), FALLBACK_TRIES as usize);
-        assert!(ports.iter().all(|port| range.contains(port)));
-        let again: Vec<u16> = fallback_ports(&name("web", "http"), &range).collect();
-        assert_eq!(ports, again);
-        let other: Vec<u16> = fallback_ports(&name("api", "http"), &range).collect();
-        assert_ne!(ports[0], other[0]);
-    }
-
-    #[test]
-    fn fallback_ports_wrap_inside_a_small_range() {
-        let ports: Vec<u16> = fallback_ports(&name("web", ""), &(40000..=40002)).collect();
-        let mut sorted = ports.clone();
-        sorted.sort();
-        assert_eq!(sorted, [40000, 40001, 40002]);
     }
 }

@@ -8,8 +8,9 @@
 //! (`clusterIP:port`, affinity); headless services (`clusterIP: None`) get none. The endpoints of
 //! each port come from the Service's EndpointSlices, merged in `slice_cache.rs`.
 //!
-//! minik simplifies: TCP only (UDP and SCTP ports are skipped), no external IPs, no node ports
-//! allocated by the apiserver.
+//! minik simplifies: TCP only (UDP and SCTP ports are skipped), no external IPs. A NodePort or
+//! LoadBalancer Service's `nodePort` (allocated by the apiserver) is carried along so the proxier
+//! can listen on the node's address too (`node_port.rs`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -46,6 +47,9 @@ pub struct ServicePortSpec {
     pub cluster_addr: SocketAddr,
     /// `spec.sessionAffinity` (with its timeout).
     pub affinity: Affinity,
+    /// `spec.ports[].nodePort` of a NodePort or LoadBalancer Service: the proxy also listens on
+    /// the node's address at this port.
+    pub node_port: Option<u16>,
 }
 
 /// The TCP ports of a Service that get a listener. Headless services, services without a cluster
@@ -59,6 +63,9 @@ pub fn service_ports(service: &Service) -> Vec<ServicePortSpec> {
         return Vec::new();
     };
     let affinity = affinity_of(service);
+    // Upstream serves `nodePort` for type NodePort and LoadBalancer alike (a LoadBalancer Service
+    // with `allocateLoadBalancerNodePorts: false` has none, so it gets no node listener).
+    let serves_node_ports = matches!(spec.type_.as_deref(), Some("NodePort" | "LoadBalancer"));
     let ports = spec.ports.as_deref().unwrap_or_default();
     ports
         .iter()
@@ -72,6 +79,11 @@ pub fn service_ports(service: &Service) -> Vec<ServicePortSpec> {
                 },
                 cluster_addr: SocketAddr::new(cluster_ip, number),
                 affinity,
+                node_port: port
+                    .node_port
+                    .filter(|_| serves_node_ports)
+                    .and_then(|n| u16::try_from(n).ok())
+                    .filter(|n| *n > 0),
             })
         })
         .collect()
@@ -149,6 +161,26 @@ mod tests {
         assert_eq!(ports[0].name.to_string(), "default/web:http");
         assert_eq!(ports[0].cluster_addr, "127.96.0.10:8080".parse().unwrap());
         assert_eq!(ports[0].affinity, Affinity::None);
+    }
+
+    #[test]
+    fn node_ports_are_served_for_node_port_and_load_balancer_services_only() {
+        let typed = |type_: &str| {
+            service(json!({
+                "metadata": {"namespace": "default", "name": "web"},
+                "spec": {"type": type_, "clusterIP": "127.96.0.10", "ports": [
+                    {"name": "http", "port": 80, "nodePort": 30080},
+                    {"name": "none", "port": 81},
+                ]}
+            }))
+        };
+        for type_ in ["NodePort", "LoadBalancer"] {
+            let ports = service_ports(&typed(type_));
+            assert_eq!(ports[0].node_port, Some(30080), "{type_}");
+            assert_eq!(ports[1].node_port, None, "{type_}: a port without nodePort");
+        }
+        // A ClusterIP Service carrying a stale nodePort (upstream clears it) is never served.
+        assert_eq!(service_ports(&typed("ClusterIP"))[0].node_port, None);
     }
 
     #[test]

@@ -40,6 +40,19 @@ pub struct ListenInfo {
     pub listen_address: SocketAddr,
     /// True when `clusterIP:port` could not be bound and the fallback is in use.
     pub fallback: bool,
+    /// `nodeAddress:nodePort` when the port of a NodePort or LoadBalancer Service listens there too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_address: Option<SocketAddr>,
+}
+
+/// Something the proxy could not do for a service port (a node port it could not open): logged,
+/// and published as a Warning Event on the Service.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The Service, `namespace/name`.
+    pub service: String,
+    /// What went wrong, for a person.
+    pub message: String,
 }
 
 /// One endpoint change the proxy applied to a service port: from this moment on, new connections
@@ -64,6 +77,7 @@ pub struct ProxyState {
     proxies: RwLock<BTreeMap<ServicePortName, ListenInfo>>,
     applied: Mutex<VecDeque<AppliedChange>>,
     applied_tx: broadcast::Sender<AppliedChange>,
+    problems_tx: broadcast::Sender<Problem>,
     /// Bumped on every listener change, so waiters need not poll `proxies()`.
     proxies_version: watch::Sender<u64>,
 }
@@ -71,11 +85,13 @@ pub struct ProxyState {
 impl Default for ProxyState {
     fn default() -> Self {
         let (applied_tx, _) = broadcast::channel(APPLIED_HISTORY);
+        let (problems_tx, _) = broadcast::channel(APPLIED_HISTORY);
         ProxyState {
             metrics: Metrics::default(),
             proxies: RwLock::default(),
             applied: Mutex::default(),
             applied_tx,
+            problems_tx,
             proxies_version: watch::Sender::new(0),
         }
     }
@@ -167,6 +183,21 @@ impl ProxyState {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         applied.iter().cloned().collect()
+    }
+
+    /// Reports a problem with a service port to the Event publisher (no subscriber is fine: it
+    /// has been logged).
+    pub fn record_problem(&self, name: &ServicePortName, message: String) {
+        let problem = Problem {
+            service: name.service.to_string(),
+            message,
+        };
+        let _ = self.problems_tx.send(problem);
+    }
+
+    /// A receiver of every problem from now on.
+    pub fn subscribe_problems(&self) -> broadcast::Receiver<Problem> {
+        self.problems_tx.subscribe()
     }
 
     /// A receiver of every applied change from now on.

@@ -94,7 +94,8 @@ async fn kubectl_creates_and_applies_ingresses_and_curl_reaches_the_pods() {
     let shop = cells(line_of(&listed, "shop").expect("a row for shop"));
     assert_eq!(
         shop[..5],
-        ["shop", "<none>", "shop.example", "127.0.0.1", "80"],
+        // No class was given: the DefaultIngressClass admission filled in the default, `minik`.
+        ["shop", "minik", "shop.example", "127.0.0.1", "80"],
         "{listed}"
     );
     let api = cells(line_of(&listed, "api").expect("a row for api"));

@@ -150,6 +150,9 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
         return Err(not_found_path());
     }
     let status_ok = sub == Some("status");
+    if method != Method::GET {
+        request.params.check_dry_run()?;
+    }
     let output = if method == Method::GET {
         table::negotiate(&request.headers, &request.params)?
     } else {

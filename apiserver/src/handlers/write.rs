@@ -89,6 +89,8 @@ async fn create_object(
                 issues_tokens,
             )?
         }
+        // Admission, as upstream's DefaultIngressClass plugin: a classless Ingress gets the default.
+        ("Ingress", Some(_)) => registry::networking::admit_ingress(state.storage.as_ref(), body)?,
         _ => body,
     };
     let (_allocation, used) = service_allocations(state, info).await?;

@@ -4,7 +4,7 @@
 //! `PrepareForUpdate`, `Validate`, `ValidateUpdate`, `CheckGracefulDelete`) driven by the generic
 //! store in `k8s.io/apiserver/pkg/registry/generic/registry/store.go`. minik's generic part is
 //! [`prepare_create`] / [`prepare_update`] here and [`meta`]; the kind-specific parts are
-//! [`pods`] (defaults, validation, immutability, binding), [`serviceaccounts`] (the pod admission
+//! [`object_meta`] (every object's metadata: shape, labels, annotations, finalizers), [`pods`] (defaults, validation, immutability, binding), [`serviceaccounts`] (the pod admission
 //! that mounts the account's token), [`services`] (cluster IP allocation) and [`node_ports`],
 //! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`networking`] (Ingresses and their classes), [`controllers`] (ReplicationControllers,
 //! DaemonSets and CronJobs), [`disruption`] (PodDisruptionBudgets), [`configmaps`] and [`secrets`]
@@ -22,6 +22,7 @@ pub mod jobs;
 pub mod meta;
 pub mod networking;
 pub mod node_ports;
+pub mod object_meta;
 pub mod patch;
 pub mod pods;
 pub mod propagation;
@@ -142,6 +143,7 @@ pub fn prepare_create(
     allocated: &services::Allocated,
 ) -> ApiResult<Value> {
     meta::set_type_meta(&mut object, info.api_version, info.kind)?;
+    object_meta::check(&object, info.kind)?;
     meta::prepare_create(&mut object, namespace)?;
     check_name(&object, info.kind)?;
     let object = match info.kind {
@@ -206,6 +208,7 @@ pub fn prepare_update(
     allocated: &services::Allocated,
 ) -> ApiResult<Value> {
     meta::set_type_meta(&mut object, info.api_version, info.kind)?;
+    object_meta::check(&object, info.kind)?;
     meta::prepare_update(&mut object, old, name, info.plural)?;
     let causes = meta::new_finalizers_while_deleting(&object, old);
     if !causes.is_empty() {

@@ -50,6 +50,9 @@ impl PatchType {
     }
 }
 
+/// The most operations a JSON patch may hold (upstream's `maxJSONPatchOperations`).
+pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+
 /// Applies a decoded patch to a copy of `object` (of `kind`). A patch that cannot apply is a 422.
 /// Apply patches merge like strategic ones here; the PATCH handler calls
 /// [`crate::patch::apply::apply`] for them instead, to track field managers.
@@ -60,6 +63,14 @@ pub fn apply(patch_type: PatchType, kind: &str, object: &Value, patch: &Value) -
         PatchType::Json => {
             let operations: json_patch::Patch = serde_json::from_value(patch.clone())
                 .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
+            // Upstream's `maxJSONPatchOperations` (patch.go): more is a 413.
+            if operations.0.len() > MAX_JSON_PATCH_OPERATIONS {
+                return Err(status::too_large(format!(
+                    "The allowed number of operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, but received {}",
+                    operations.0.len()
+                ))
+                .into());
+            }
             json_patch::patch(&mut doc, &operations).map_err(|e| {
                 ApiError::from(status::failure(
                     422,

@@ -65,6 +65,55 @@ impl Params {
     pub fn dry_run(&self) -> bool {
         self.get("dryRun").is_some_and(|v| v == "All")
     }
+
+    /// `ValidateDryRun` and `ValidateFieldManager` of the Create/Update/Patch/DeleteOptions:
+    /// `All` is the only dry run, a field manager has at most 128 bytes (else upstream's 422).
+    pub fn check_dry_run(&self) -> ApiResult<()> {
+        if let Some(manager) = self.get("fieldManager").filter(|m| m.len() > 128) {
+            let message = format!(
+                "fieldManager: Too long: may not be more than 128 bytes (got {})",
+                manager.len()
+            );
+            return Err(invalid_options("CreateOptions", message));
+        }
+        match self.get("dryRun") {
+            None | Some("" | "All") => Ok(()),
+            Some(other) => Err(invalid_options(
+                "CreateOptions",
+                format!("dryRun: Unsupported value: {other:?}: supported values: \"All\""),
+            )),
+        }
+    }
+}
+
+/// A 422 for query options that parse but break `ValidateListOptions` / `ValidateCreateOptions`.
+fn invalid_options(kind: &str, message: String) -> ApiError {
+    let message = format!("{kind}.meta.k8s.io \"\" is invalid: {message}");
+    ApiError::from(minik_api::status::failure(422, "Invalid", message))
+}
+
+/// `ValidateListOptions`: `resourceVersionMatch` needs a `resourceVersion` and is `Exact` or
+/// `NotOlderThan`; `sendInitialEvents` is for watches only.
+fn check_list_options(params: &Params) -> ApiResult<()> {
+    let invalid = |message: &str| Err(invalid_options("ListOptions", message.to_string()));
+    match params.get("resourceVersionMatch").filter(|v| !v.is_empty()) {
+        None | Some("Exact" | "NotOlderThan") => {}
+        Some(other) => {
+            return invalid(&format!(
+                "resourceVersionMatch: Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\""
+            ))
+        }
+    }
+    let has_match = params
+        .get("resourceVersionMatch")
+        .is_some_and(|v| !v.is_empty());
+    if has_match && params.get("resourceVersion").is_none_or(str::is_empty) {
+        return invalid("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided");
+    }
+    if params.get("sendInitialEvents").is_some() && !params.flag("watch") {
+        return invalid("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list");
+    }
+    Ok(())
 }
 
 /// The list/watch options of `metav1.ListOptions` that minik honours.
@@ -93,6 +142,7 @@ pub struct ListOptions {
 impl ListOptions {
     /// Reads the options from the query; a bad selector or number is a 400.
     pub fn parse(params: &Params) -> ApiResult<Self> {
+        check_list_options(params)?;
         let labels = LabelSelector::parse(params.get("labelSelector").unwrap_or(""))
             .map_err(|e| ApiError::bad_request(format!("unable to parse labelSelector: {e}")))?;
         let fields = FieldSelector::parse(params.get("fieldSelector").unwrap_or(""))
@@ -140,5 +190,42 @@ mod tests {
         assert_eq!(options.timeout_seconds, Some(290));
         let bad = Params::new(vec![("limit".into(), "x".into())]);
         assert_eq!(ListOptions::parse(&bad).unwrap_err().code(), 400);
+    }
+
+    #[test]
+    fn list_and_dry_run_options_are_validated_as_upstream() {
+        let params = |pairs: &[(&str, &str)]| {
+            Params::new(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        for bad in [
+            params(&[("resourceVersionMatch", "Exact")]),
+            params(&[("resourceVersion", "1"), ("resourceVersionMatch", "Bogus")]),
+            params(&[("sendInitialEvents", "true")]),
+        ] {
+            assert_eq!(ListOptions::parse(&bad).unwrap_err().code(), 422, "{bad:?}");
+        }
+        let good = params(&[
+            ("resourceVersion", "0"),
+            ("resourceVersionMatch", "NotOlderThan"),
+        ]);
+        assert!(ListOptions::parse(&good).is_ok());
+        let watch = params(&[("watch", "1"), ("sendInitialEvents", "true")]);
+        assert!(ListOptions::parse(&watch).is_ok());
+        assert_eq!(
+            params(&[("dryRun", "Bogus")])
+                .check_dry_run()
+                .unwrap_err()
+                .code(),
+            422
+        );
+        assert!(params(&[("dryRun", "All")]).check_dry_run().is_ok());
+        let long = "m".repeat(129);
+        let manager = params(&[("fieldManager", long.as_str())]);
+        assert_eq!(manager.check_dry_run().unwrap_err().code(), 422);
     }
 }

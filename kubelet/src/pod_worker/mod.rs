@@ -192,7 +192,7 @@ impl PodWorker {
 
     /// The worker's loop (see the module doc). Returns when the pod is gone or the kubelet stops.
     pub async fn run(mut self) {
-        self.adopt();
+        self.adopt().await;
         loop {
             let update = self.updates.borrow_and_update().clone();
             match update {
@@ -237,10 +237,17 @@ impl PodWorker {
 
     /// Takes over containers started by an earlier kubelet: watch their exits, probe them again.
     /// Their postStart is considered done (hooks are at-least-once; we do not rerun them).
-    fn adopt(&mut self) {
+    /// The sandbox (the pod's IP) is recovered first: a probe started without it would dial
+    /// `:PORT` and keep the pod unready for good (found by tests/reliability/kill_components.rs).
+    async fn adopt(&mut self) {
         let pod = self.pod();
-        for container in self.containers() {
-            if !matches!(container.state, ContainerState::Running { .. }) {
+        let containers = self.containers();
+        let running = |c: &ContainerStatus| matches!(c.state, ContainerState::Running { .. });
+        if containers.iter().any(running) {
+            self.ensure_sandbox(&pod).await;
+        }
+        for container in containers {
+            if !running(&container) {
                 continue;
             }
             info!(pod = %self.key, container = %container.config.name, id = %container.id, "adopted running container");

@@ -127,7 +127,7 @@ impl PodWorker {
     }
 
     /// Allocates the IP and volumes once; false (and a retry in 2 s) if that failed.
-    async fn ensure_sandbox(&mut self, pod: &Pod) -> bool {
+    pub(super) async fn ensure_sandbox(&mut self, pod: &Pod) -> bool {
         if self.sandbox.is_some() {
             return true;
         }

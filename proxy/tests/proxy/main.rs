@@ -6,6 +6,8 @@
 mod support;
 // Round robin, dead backends, no endpoints, fallback listeners, endpoint changes.
 mod routing;
+// Node ports: served on the node address, following the Service, conflicts reported.
+mod node_ports;
 // The sync delay holds Endpoints changes back without blocking Service changes.
 mod sync_delay;
 // /metrics, /proxies and /applied over HTTP.
