@@ -89,9 +89,10 @@ impl Default for Config {
 #[derive(Clone, Debug, clap::Parser)]
 #[command(about = "The minik dashboard: a live web view of the cluster")]
 pub struct Args {
-    /// The apiserver URL.
-    #[arg(long, default_value = "http://127.0.0.1:6443")]
-    pub server: String,
+    /// The apiserver URL [default: http://127.0.0.1:6443]; `minik dashboard` without it and
+    /// without --kubeconfig finds the cluster as `minik get` does.
+    #[arg(long)]
+    pub server: Option<String>,
     /// A kubeconfig to connect with (https, client certificate); its server wins over --server.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
@@ -110,7 +111,7 @@ impl Args {
     /// The configuration these flags describe.
     pub fn into_config(self) -> Config {
         Config {
-            server: self.server,
+            server: self.server.unwrap_or_else(|| Config::default().server),
             kubeconfig: self.kubeconfig,
             listen: self.listen,
             token_file: self.token_file,

@@ -146,7 +146,8 @@ impl Fold for Pod {
     fn remove(hub: &mut Hub, key: &str, seen: i64) {
         hub.table("pods").remove(key);
         hub.pods.remove(key);
-        if let Some(uid) = hub.uids.remove(key) {
+        // The uid stays known by key: the slice still lists the pod a moment after it is gone.
+        if let Some(uid) = hub.uids.get(key).cloned() {
             hub.add_step(&uid, key, journey::gone(seen));
             hub.forget_later(&uid);
         }
