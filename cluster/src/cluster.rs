@@ -362,7 +362,10 @@ impl Cluster {
                 self.config.ingress_listen
             ),
             Component::Dashboard => {
-                format!("Starting dashboard on http://{}", self.config.dashboard_listen)
+                format!(
+                    "Starting dashboard on http://{}",
+                    self.config.dashboard_listen
+                )
             }
             other => format!("Starting {}", other.subcommand()),
         }
@@ -392,7 +395,11 @@ impl Cluster {
             return None;
         }
         let token = std::fs::read_to_string(crate::dashboard::token_file(&self.data_dir)).ok()?;
-        Some(format!("http://{}/?token={}", self.config.dashboard_listen, token.trim()))
+        Some(format!(
+            "http://{}/?token={}",
+            self.config.dashboard_listen,
+            token.trim()
+        ))
     }
 
     fn started(&self, component: Component) -> bool {

@@ -106,7 +106,7 @@ fn endpoint(pod: &str, ready: bool, terminating: bool) -> SliceEndpoint {
 fn slice_changes_are_diffed_per_pod() {
     let a = endpoint("a", true, false);
     let b = endpoint("b", true, false);
-    let added = slice_steps(&[a.clone()], &[a.clone(), b.clone()], 1);
+    let added = slice_steps(std::slice::from_ref(&a), &[a.clone(), b.clone()], 1);
     assert_eq!(added.len(), 1);
     assert_eq!(
         (added[0].0.as_str(), added[0].1.step.as_str()),

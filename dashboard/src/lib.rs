@@ -34,9 +34,9 @@ use tokio_util::sync::CancellationToken;
 /// What can stop the dashboard.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The apiserver or kubeconfig is not usable.
+    /// The apiserver or kubeconfig is not usable (boxed: the client's error is large).
     #[error("client: {0}")]
-    Client(#[from] minik_client::Error),
+    Client(Box<minik_client::Error>),
     /// The listen address is not loopback, or cannot be bound.
     #[error("listen on {address}: {message}")]
     Listen {
@@ -53,6 +53,12 @@ pub enum Error {
         /// The error.
         source: std::io::Error,
     },
+}
+
+impl From<minik_client::Error> for Error {
+    fn from(error: minik_client::Error) -> Self {
+        Error::Client(Box::new(error))
+    }
 }
 
 /// The dashboard's result type.

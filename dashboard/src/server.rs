@@ -219,6 +219,8 @@ fn api_failure(error: minik_client::Error) -> Response {
 }
 
 /// Parses an action's JSON body: 415 unless JSON, 400 if malformed, 422 unless confirmed.
+// The error is the HTTP answer itself, sent at once: boxing it would gain nothing.
+#[allow(clippy::result_large_err)]
 fn action<T: for<'de> Deserialize<'de> + Confirmed>(
     headers: &HeaderMap,
     body: &Bytes,

@@ -10,7 +10,10 @@ const state = {
   view: "cluster",
   selected: null, // uid of the pod whose journey is shown
   dirty: true,
+  changedPods: new Set(), // pod keys changed since the cluster view was last drawn
+  rebuild: true, // redraw the lanes from scratch (snapshot, nodes or filter changed)
 };
+const cards = new Map(); // pod key → its card element, updated in place
 const csrf = document.querySelector('meta[name="csrf-token"]').content;
 const $ = (id) => document.getElementById(id);
 const ICONS = { Pending: "⏳", ContainerCreating: "⚙", Running: "▶", Ready: "✔", Terminating: "⏹",
@@ -37,11 +40,14 @@ function apply(message) {
     for (const name of Object.keys(state.tables)) state.tables[name] = {};
     state.events = [];
     state.samples = {};
+    state.rebuild = true;
   }
   for (const [name, change] of Object.entries(message.tables || {})) {
     const table = state.tables[name] || (state.tables[name] = {});
     for (const [key, value] of Object.entries(change.upsert || {})) table[key] = value;
     for (const key of change.remove || []) delete table[key];
+    if (name === "pods") for (const key of [...Object.keys(change.upsert || {}), ...(change.remove || [])]) state.changedPods.add(key);
+    if (name === "nodes") state.rebuild = true;
   }
   for (const event of message.events || []) state.events.push(event);
   if (state.events.length > 500) state.events.splice(0, state.events.length - 500);
@@ -50,10 +56,12 @@ function apply(message) {
   schedule();
 }
 
+// At most one redraw per 50 ms, however many patches arrive (timers, unlike animation frames,
+// also run in a background tab, so the page is current when it is shown again).
 function schedule() {
   if (state.dirty) return;
   state.dirty = true;
-  requestAnimationFrame(render);
+  setTimeout(render, 50);
 }
 
 function connect() {
@@ -85,35 +93,80 @@ function renderNamespaces() {
   }
 }
 
-function podCard(pod) {
-  const selected = state.selected && state.selected === pod.uid ? " selected" : "";
+function cardHtml(pod) {
   const restarts = pod.restarts ? `↻ ${pod.restarts}` : "";
-  return `<div class="pod s-${esc(pod.state)}${selected}" data-pod="${esc(pod.key)}" data-uid="${esc(pod.uid)}" data-state="${esc(pod.state)}" title="${esc(pod.key)} ${esc(pod.ip || "")}">
-    <div class="title">${esc(pod.name)}</div>
+  return `<div class="title">${esc(pod.name)}</div>
     <div class="state">${ICONS[pod.state] || "?"} ${esc(pod.state)}</div>
-    <div class="meta"><span>${esc(pod.ready)}</span><span>${restarts}</span><span>${age(pod.created)}</span>
-    <button class="delete" data-action="delete" data-pod="${esc(pod.key)}" title="Delete this pod">🗑</button></div>
-  </div>`;
+    <div class="meta"><span>${esc(pod.ready)}</span><span>${restarts}</span><span class="age" data-created="${pod.created ?? ""}">${age(pod.created)}</span>
+    <button class="delete" data-action="delete" data-pod="${esc(pod.key)}" title="Delete this pod">Delete…</button></div>`;
 }
 
-function renderCluster() {
-  const pods = Object.values(state.tables.pods).filter(inNamespace);
-  const byNode = {};
-  for (const pod of pods) (byNode[pod.node || ""] ||= []).push(pod);
+// Updates one card in place (or creates it) and puts it in its node's lane, in name order.
+function placeCard(pod) {
+  let card = cards.get(pod.key);
+  if (!card) {
+    card = document.createElement("div");
+    cards.set(pod.key, card);
+  }
+  const selected = state.selected && state.selected === pod.uid ? " selected" : "";
+  card.className = `pod s-${pod.state}${selected}`;
+  card.dataset.pod = pod.key;
+  card.dataset.uid = pod.uid || "";
+  card.dataset.state = pod.state;
+  card.title = `${pod.key} ${pod.ip || ""}`;
+  const html = cardHtml(pod);
+  if (card.__html !== html) { card.innerHTML = html; card.__html = html; }
+  const lane = document.querySelector(`.lane[data-node="${CSS.escape(pod.node || "")}"] .cards`) || laneFor("");
+  if (card.parentElement !== lane) {
+    const next = [...lane.children].find((c) => c.dataset.pod > pod.key);
+    lane.insertBefore(card, next || null);
+  }
+}
+
+function removeCard(key) {
+  cards.get(key)?.remove();
+  cards.delete(key);
+}
+
+// The lane of pods not yet scheduled, created on first use.
+function laneFor(node) {
+  let lane = document.querySelector(`.lane[data-node="${CSS.escape(node)}"] .cards`);
+  if (!lane) {
+    $("lanes").insertAdjacentHTML("afterbegin", `<div class="lane" data-node=""><div class="lane-head"><span class="name">not scheduled</span></div><div class="cards"></div></div>`);
+    lane = document.querySelector('.lane[data-node=""] .cards');
+  }
+  return lane;
+}
+
+function renderLanes() {
+  cards.clear();
   const nodes = Object.values(state.tables.nodes).sort((a, b) => a.name.localeCompare(b.name));
-  const lane = (title, tags, button, list, id) => `<div class="lane" data-node="${esc(id)}">
-      <div class="lane-head"><span class="name">${esc(title)}</span>${tags}${button}</div>
-      <div class="cards">${(list || []).sort((a, b) => a.name.localeCompare(b.name)).map(podCard).join("")}</div></div>`;
-  let html = "";
-  if (byNode[""]) html += lane("not scheduled", "", "", byNode[""], "");
-  for (const node of nodes) {
+  $("lanes").innerHTML = nodes.map((node) => {
     const ready = node.ready === "True" ? "✔ Ready" : `✗ ${node.ready === "False" ? "NotReady" : "Unknown"}`;
     const cordoned = node.unschedulable ? `<span class="tag">⛔ cordoned</span>` : "";
     const label = node.unschedulable ? "Uncordon…" : "Cordon…";
-    const button = `<button data-action="cordon" data-node="${esc(node.name)}">${label}</button>`;
-    html += lane(node.name, `<span class="tag">${ready}</span>${cordoned}`, button, byNode[node.name], node.name);
+    return `<div class="lane" data-node="${esc(node.name)}"><div class="lane-head"><span class="name">${esc(node.name)}</span>
+      <span class="tag">${ready}</span>${cordoned}<button data-action="cordon" data-node="${esc(node.name)}">${label}</button></div>
+      <div class="cards"></div></div>`;
+  }).join("");
+  state.changedPods = new Set(Object.keys(state.tables.pods));
+}
+
+// Only the cards of pods that changed are touched: 1,000 pods cost 1,000 small updates once, not
+// a rebuild of every card per patch.
+function renderCluster() {
+  if (state.rebuild) { state.rebuild = false; renderLanes(); }
+  for (const key of state.changedPods) {
+    const pod = state.tables.pods[key];
+    if (pod && inNamespace(pod)) placeCard(pod); else removeCard(key);
   }
-  $("lanes").innerHTML = html;
+  state.changedPods.clear();
+  const empty = document.querySelector('.lane[data-node=""] .cards');
+  if (empty && !empty.children.length) empty.closest(".lane").remove();
+  for (const span of document.querySelectorAll("#lanes .age")) {
+    const text = age(Number(span.dataset.created) || null);
+    if (span.textContent !== text) span.textContent = text;
+  }
   renderServices();
 }
 
@@ -269,6 +322,7 @@ function onAction(button) {
 }
 
 function show(view) {
+  if (view === "cluster" && state.view !== "cluster") state.rebuild = true;
   state.view = view;
   document.querySelectorAll("#tabs button").forEach((b) => b.classList.toggle("active", b.dataset.view === view));
   document.querySelectorAll(".view").forEach((v) => v.classList.toggle("active", v.id === "view-" + view));
@@ -280,14 +334,14 @@ document.addEventListener("DOMContentLoaded", () => {
   // The token has become a cookie: take it out of the address bar and the history.
   if (location.search.includes("token=")) history.replaceState(null, "", "/");
   $("tabs").addEventListener("click", (e) => e.target.dataset.view && show(e.target.dataset.view));
-  $("namespace").addEventListener("change", schedule);
+  $("namespace").addEventListener("change", () => { state.rebuild = true; schedule(); });
   $("event-filter").addEventListener("input", schedule);
   $("journey-pod").addEventListener("change", (e) => { state.selected = e.target.value; schedule(); });
   document.body.addEventListener("click", (e) => {
     const button = e.target.closest("button[data-action]");
     if (button) return onAction(button);
     const card = e.target.closest(".pod");
-    if (card) { state.selected = card.dataset.uid; show("journey"); }
+    if (card) { state.selected = card.dataset.uid; state.rebuild = true; show("journey"); }
   });
   state.dirty = false;
   connect();

@@ -37,11 +37,26 @@ pub struct Browser {
 impl Browser {
     /// Starts Chromium and opens a blank page.
     pub async fn start(binary: &Path) -> Browser {
-        let profile = tempfile::Builder::new().prefix("minik-chromium-").tempdir().expect("profile");
+        let profile = tempfile::Builder::new()
+            .prefix("minik-chromium-")
+            .tempdir()
+            .expect("profile");
         let mut child = tokio::process::Command::new(binary)
-            .args(["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run"])
-            .args(["--no-default-browser-check", "--disable-extensions", "--mute-audio"])
-            .args(["--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0"])
+            .args([
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+            ])
+            .args([
+                "--no-default-browser-check",
+                "--disable-extensions",
+                "--mute-audio",
+            ])
+            .args([
+                "--remote-debugging-address=127.0.0.1",
+                "--remote-debugging-port=0",
+            ])
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .arg("about:blank")
             .stdout(Stdio::null())
@@ -54,7 +69,11 @@ impl Browser {
         let endpoint = tokio::time::timeout(Duration::from_secs(30), devtools_endpoint(stderr))
             .await
             .expect("chromium printed no DevTools endpoint within 30 s");
-        let port = endpoint.split(':').nth(2).and_then(|p| p.split('/').next()).expect("port");
+        let port = endpoint
+            .split(':')
+            .nth(2)
+            .and_then(|p| p.split('/').next())
+            .expect("port");
         let http = reqwest::Client::builder().no_proxy().build().expect("http");
         let target: Value = http
             .put(format!("http://127.0.0.1:{port}/json/new?about:blank"))
@@ -64,11 +83,29 @@ impl Browser {
             .json()
             .await
             .expect("page json");
-        let url = target["webSocketDebuggerUrl"].as_str().expect("page websocket").to_string();
-        let (page, _) = tokio_tungstenite::connect_async(url).await.expect("page websocket");
-        let mut browser = Browser { child, page, next_id: 0, _profile: profile };
+        let url = target["webSocketDebuggerUrl"]
+            .as_str()
+            .expect("page websocket")
+            .to_string();
+        let (page, _) = tokio_tungstenite::connect_async(url)
+            .await
+            .expect("page websocket");
+        let mut browser = Browser {
+            child,
+            page,
+            next_id: 0,
+            _profile: profile,
+        };
         browser.call("Page.enable", json!({})).await;
         browser.call("Runtime.enable", json!({})).await;
+        // A page in front, focused, as a user's: timers and frames are not throttled.
+        browser.call("Page.bringToFront", json!({})).await;
+        browser
+            .call(
+                "Emulation.setFocusEmulationEnabled",
+                json!({"enabled": true}),
+            )
+            .await;
         browser
     }
 
@@ -77,7 +114,10 @@ impl Browser {
         self.next_id += 1;
         let id = self.next_id;
         let message = json!({"id": id, "method": method, "params": params}).to_string();
-        self.page.send(Message::text(message)).await.expect("send to chromium");
+        self.page
+            .send(Message::text(message))
+            .await
+            .expect("send to chromium");
         loop {
             let frame = tokio::time::timeout(Duration::from_secs(60), self.page.next())
                 .await
@@ -87,7 +127,11 @@ impl Browser {
             let Message::Text(text) = frame else { continue };
             let answer: Value = serde_json::from_str(&text).expect("json");
             if answer["id"] == id {
-                assert!(answer.get("error").is_none(), "{method}: {}", answer["error"]);
+                assert!(
+                    answer.get("error").is_none(),
+                    "{method}: {}",
+                    answer["error"]
+                );
                 return answer["result"].clone();
             }
         }
@@ -106,7 +150,11 @@ impl Browser {
     /// Opens `url` and waits until its document has loaded.
     pub async fn navigate(&mut self, url: &str) {
         self.call("Page.navigate", json!({"url": url})).await;
-        self.wait_for("document.readyState === 'complete'", Duration::from_secs(20)).await;
+        self.wait_for(
+            "document.readyState === 'complete'",
+            Duration::from_secs(20),
+        )
+        .await;
     }
 
     /// Polls `condition` (a JS expression) until it is true, or panics after `timeout`.
@@ -117,20 +165,29 @@ impl Browser {
                 if (v || Date.now() > end) ok(v); else setTimeout(poll, 20); }})(); }})",
             timeout.as_millis()
         );
-        assert_eq!(self.eval(&expression).await, json!(true), "timed out waiting for {condition}");
+        assert_eq!(
+            self.eval(&expression).await,
+            json!(true),
+            "timed out waiting for {condition}"
+        );
     }
 
     /// Sets the viewport's width (and height) as a window of that size would.
     pub async fn resize(&mut self, width: u32, height: u32) {
-        let params = json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false});
-        self.call("Emulation.setDeviceMetricsOverride", params).await;
+        let params =
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false});
+        self.call("Emulation.setDeviceMetricsOverride", params)
+            .await;
     }
 
     /// Saves a PNG of the page as it is now.
     pub async fn screenshot(&mut self, path: &Path) {
-        let shot = self.call("Page.captureScreenshot", json!({"format": "png"})).await;
+        let shot = self
+            .call("Page.captureScreenshot", json!({"format": "png"}))
+            .await;
         let data = shot["data"].as_str().expect("png data");
-        let png = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data).expect("base64");
+        let png = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
+            .expect("base64");
         std::fs::write(path, png).expect("write screenshot");
     }
 
@@ -159,11 +216,16 @@ async fn devtools_endpoint(stderr: tokio::process::ChildStderr) -> String {
 
 /// Where a test's artifacts go: `$MINIK_TEST_ARTIFACTS/NAME`, else `target/test-artifacts/NAME`.
 pub fn artifacts(name: &str) -> PathBuf {
-    let base = std::env::var_os("MINIK_TEST_ARTIFACTS").map(PathBuf::from).unwrap_or_else(|| {
-        let exe = std::env::current_exe().expect("test executable");
-        // target/debug/deps/e2e-… → target/test-artifacts
-        exe.ancestors().nth(3).expect("target dir").join("test-artifacts")
-    });
+    let base = std::env::var_os("MINIK_TEST_ARTIFACTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let exe = std::env::current_exe().expect("test executable");
+            // target/debug/deps/e2e-… → target/test-artifacts
+            exe.ancestors()
+                .nth(3)
+                .expect("target dir")
+                .join("test-artifacts")
+        });
     let dir = base.join(name);
     std::fs::create_dir_all(&dir).expect("artifacts dir");
     dir

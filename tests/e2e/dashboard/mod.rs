@@ -22,7 +22,11 @@ use crate::support::{stop_clean, RUNNING};
 /// A one-node cluster with the dashboard, and the dashboard's URL once it answers (in-process,
 /// the launcher does not wait for its listener).
 async fn cluster_with_dashboard() -> (Cluster, String) {
-    let cluster = Cluster::builder().dashboard().start().await.expect("cluster");
+    let cluster = Cluster::builder()
+        .dashboard()
+        .start()
+        .await
+        .expect("cluster");
     let url = cluster.dashboard_url().expect("the dashboard's URL");
     let base = split(&url).0;
     eventually("the dashboard to answer", Duration::from_secs(10), || {
@@ -50,7 +54,10 @@ fn http() -> reqwest::Client {
 
 /// The page's CSRF token, from its `<meta name="csrf-token">`.
 fn csrf_of(page: &str) -> String {
-    let start = page.find("name=\"csrf-token\" content=\"").expect("csrf meta") + 27;
+    let start = page
+        .find("name=\"csrf-token\" content=\"")
+        .expect("csrf meta")
+        + 27;
     page[start..start + 64].to_string()
 }
 
@@ -65,39 +72,108 @@ async fn the_dashboard_refuses_strangers_and_unconfirmed_actions() {
     assert_eq!(get("/").send().await.unwrap().status(), 401);
     assert_eq!(get("/updates").send().await.unwrap().status(), 401);
     assert_eq!(get("/?token=wrong").send().await.unwrap().status(), 401);
-    let evil = get(&format!("/?token={token}")).header("Host", "evil.example").send().await.unwrap();
-    assert_eq!(evil.status(), 403, "DNS rebinding: a foreign Host is refused");
+    let evil = get(&format!("/?token={token}"))
+        .header("Host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        evil.status(),
+        403,
+        "DNS rebinding: a foreign Host is refused"
+    );
     let status: Value = evil.json().await.unwrap();
-    assert_eq!((status["kind"].as_str(), status["code"].as_i64()), (Some("Status"), Some(403)));
+    assert_eq!(
+        (status["kind"].as_str(), status["code"].as_i64()),
+        (Some("Status"), Some(403))
+    );
 
     let first = get(&format!("/?token={token}")).send().await.unwrap();
     assert_eq!(first.status(), 200);
-    assert!(first.headers().get("access-control-allow-origin").is_none(), "no CORS");
+    assert!(
+        first.headers().get("access-control-allow-origin").is_none(),
+        "no CORS"
+    );
     let cookie = first.headers()["set-cookie"].to_str().unwrap().to_string();
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     let cookie = cookie.split(';').next().unwrap().to_string();
     let csrf = csrf_of(&first.text().await.unwrap());
-    assert_eq!(get("/").header("Cookie", &cookie).send().await.unwrap().status(), 200);
+    assert_eq!(
+        get("/")
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
 
-    cluster.pods().create(&pod("victim").build()).await.expect("create");
+    cluster
+        .pods()
+        .create(&pod("victim").build())
+        .await
+        .expect("create");
     let delete = format!("{base}/api/pods/default/victim/delete");
     let post = |body: &Value| http.post(&delete).header("Cookie", &cookie).json(body);
     let confirmed = json!({"confirm": "victim", "gracePeriodSeconds": 7});
     let answers = [
         (http.post(&delete).json(&confirmed), 401, "no cookie"),
         (post(&confirmed), 403, "no CSRF token"),
-        (post(&confirmed).header("X-CSRF-Token", &csrf).header("Origin", "http://evil.example"), 403, "cross-origin"),
-        (post(&json!({"gracePeriodSeconds": 7})).header("X-CSRF-Token", &csrf), 422, "not confirmed"),
-        (post(&json!({"confirm": "other"})).header("X-CSRF-Token", &csrf), 422, "the wrong name"),
-        (post(&json!({"confirm": "victim", "gracePeriodSeconds": -1})).header("X-CSRF-Token", &csrf), 422, "a negative grace"),
-        (http.post(&delete).header("Cookie", &cookie).header("X-CSRF-Token", &csrf).body("confirm=victim"), 415, "not JSON"),
+        (
+            post(&confirmed)
+                .header("X-CSRF-Token", &csrf)
+                .header("Origin", "http://evil.example"),
+            403,
+            "cross-origin",
+        ),
+        (
+            post(&json!({"gracePeriodSeconds": 7})).header("X-CSRF-Token", &csrf),
+            422,
+            "not confirmed",
+        ),
+        (
+            post(&json!({"confirm": "other"})).header("X-CSRF-Token", &csrf),
+            422,
+            "the wrong name",
+        ),
+        (
+            post(&json!({"confirm": "victim", "gracePeriodSeconds": -1}))
+                .header("X-CSRF-Token", &csrf),
+            422,
+            "a negative grace",
+        ),
+        (
+            http.post(&delete)
+                .header("Cookie", &cookie)
+                .header("X-CSRF-Token", &csrf)
+                .body("confirm=victim"),
+            415,
+            "not JSON",
+        ),
     ];
     for (request, code, why) in answers {
         let answer = request.send().await.unwrap();
         assert_eq!(answer.status(), code, "{why}");
-        assert!(cluster.pods().get("victim").await.unwrap().metadata.deletion_timestamp.is_none(), "{why}");
+        assert!(
+            cluster
+                .pods()
+                .get("victim")
+                .await
+                .unwrap()
+                .metadata
+                .deletion_timestamp
+                .is_none(),
+            "{why}"
+        );
     }
-    let answer = post(&confirmed).header("X-CSRF-Token", &csrf).send().await.unwrap();
+    let answer = post(&confirmed)
+        .header("X-CSRF-Token", &csrf)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
     let victim = cluster.pods().get_opt("victim").await.unwrap();
     if let Some(victim) = victim {
@@ -116,38 +192,104 @@ async fn the_page_follows_a_pod_from_creation_to_gone() {
         return;
     };
     let (cluster, url) = cluster_with_dashboard().await;
-    cluster.services().create(&minik_tests::fixtures::service("web").build()).await.expect("service");
+    cluster
+        .services()
+        .create(&minik_tests::fixtures::service("web").build())
+        .await
+        .expect("service");
     let mut browser = page::open(&chromium, &url).await;
 
     let fixture = pod("web").label("app", "web").port(8080).grace(5).build();
     let latency = page::created_to_dom(&mut browser, &cluster, &fixture).await;
     eprintln!("dashboard: API create → pod card in the DOM: {latency:.1} ms");
-    assert!(latency < 1000.0, "the page showed the pod after {latency:.0} ms");
-    wait_for(&cluster.pods(), "web", pod_is::is_ready, RUNNING).await.expect("Ready");
-    browser.wait_for(r#"document.querySelector('[data-pod="default/web"]')?.dataset.state === 'Ready'"#, Duration::from_secs(5)).await;
-    browser.wait_for(r#"document.querySelector('[data-service="default/web"] .ep-ready')"#, Duration::from_secs(10)).await;
+    assert!(
+        latency < 1000.0,
+        "the page showed the pod after {latency:.0} ms"
+    );
+    wait_for(&cluster.pods(), "web", pod_is::is_ready, RUNNING)
+        .await
+        .expect("Ready");
+    browser
+        .wait_for(
+            r#"document.querySelector('[data-pod="default/web"]')?.dataset.state === 'Ready'"#,
+            Duration::from_secs(5),
+        )
+        .await;
+    browser
+        .wait_for(
+            r#"document.querySelector('[data-service="default/web"] .ep-ready')"#,
+            Duration::from_secs(10),
+        )
+        .await;
     page::screenshots(&mut browser, "cluster").await;
 
     page::record_states(&mut browser, "default/web").await;
-    browser.eval(r#"document.querySelector('[data-pod="default/web"] button.delete').click()"#).await;
-    browser.wait_for("document.getElementById('confirm').open", Duration::from_secs(5)).await;
+    browser
+        .eval(r#"document.querySelector('[data-pod="default/web"] button.delete').click()"#)
+        .await;
+    browser
+        .wait_for(
+            "document.getElementById('confirm').open",
+            Duration::from_secs(5),
+        )
+        .await;
     let still_there = cluster.pods().get("web").await.expect("pod");
-    assert!(still_there.metadata.deletion_timestamp.is_none(), "nothing happens before Confirm");
+    assert!(
+        still_there.metadata.deletion_timestamp.is_none(),
+        "nothing happens before Confirm"
+    );
     browser.eval("document.getElementById('field-grace').value = '2'; document.getElementById('confirm-ok').click()").await;
-    wait_deleted(&cluster.pods(), "web", RUNNING).await.expect("pod gone");
-    browser.wait_for(r#"!document.querySelector('[data-pod="default/web"]')"#, Duration::from_secs(5)).await;
+    wait_deleted(&cluster.pods(), "web", RUNNING)
+        .await
+        .expect("pod gone");
+    browser
+        .wait_for(
+            r#"!document.querySelector('[data-pod="default/web"]')"#,
+            Duration::from_secs(5),
+        )
+        .await;
     let states = browser.eval("window.__states").await;
-    assert!(states.as_array().unwrap().iter().any(|s| s == "Terminating"), "seen: {states}");
+    assert!(
+        states
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == "Terminating"),
+        "seen: {states}"
+    );
 
     let steps = page::journey(&mut browser, "default/web").await;
     page::screenshots(&mut browser, "journey").await;
     let lines: Vec<&str> = steps.iter().map(|s| s.text.as_str()).collect();
-    eprintln!("dashboard: journey of default/web:\n  {}", lines.join("\n  "));
-    page::assert_in_order(&steps, &["created", "scheduled", "Ready", "deletionTimestamp", "SIGTERM", "gone"]);
-    page::assert_in_order(&steps, &["created", "added to endpoints", "deletionTimestamp"]);
+    eprintln!(
+        "dashboard: journey of default/web:\n  {}",
+        lines.join("\n  ")
+    );
+    page::assert_in_order(
+        &steps,
+        &[
+            "created",
+            "scheduled",
+            "Ready",
+            "deletionTimestamp",
+            "SIGTERM",
+            "gone",
+        ],
+    );
+    page::assert_in_order(
+        &steps,
+        &["created", "added to endpoints", "deletionTimestamp"],
+    );
     // Terminating, the endpoint stays in its slice, not ready (docs/kubernetes-rules.md#e3), until
     // the controller drops it: around the object's removal, in either order.
-    page::assert_in_order(&steps, &["deletionTimestamp", "endpoint changed", "removed from endpoints"]);
+    page::assert_in_order(
+        &steps,
+        &[
+            "deletionTimestamp",
+            "endpoint changed",
+            "removed from endpoints",
+        ],
+    );
     browser.close().await;
     stop_clean(cluster).await;
 }
@@ -160,15 +302,26 @@ async fn the_chart_shows_both_replica_sets_of_a_rolling_update() {
         return;
     };
     let (cluster, url) = cluster_with_dashboard().await;
-    let deployments = minik_client::Api::<minik_api::k8s_openapi::api::apps::v1::Deployment>::namespaced(cluster.client(), "default");
-    deployments.create(&serde_json::from_value(page::deployment("shop", "v1")).unwrap()).await.expect("deployment");
+    let deployments =
+        minik_client::Api::<minik_api::k8s_openapi::api::apps::v1::Deployment>::namespaced(
+            cluster.client(),
+            "default",
+        );
+    deployments
+        .create(&serde_json::from_value(page::deployment("shop", "v1")).unwrap())
+        .await
+        .expect("deployment");
     let mut browser = page::open(&chromium, &url).await;
     browser.eval("window.__minik.show('workloads')").await;
-    let series = r#"document.querySelectorAll('[data-deployment="default/shop"] svg g[data-rs]').length"#;
+    let series =
+        r#"document.querySelectorAll('[data-deployment="default/shop"] svg g[data-rs]').length"#;
     browser.wait_for(&format!("{series} === 1"), RUNNING).await;
     let patch = minik_client::Patch::Merge(json!({"spec": {"template": {"spec": {"containers": [
         {"name": "app", "image": "minik/web", "env": [{"name": "VERSION", "value": "v2"}]}]}}}}));
-    deployments.patch("shop", &patch).await.expect("rolling update");
+    deployments
+        .patch("shop", &patch)
+        .await
+        .expect("rolling update");
     browser.wait_for(&format!("{series} === 2"), RUNNING).await;
     // The new ReplicaSet's Ready line rises as the old one's falls: wait for the end of it.
     browser.wait_for(r#"[...document.querySelectorAll('[data-deployment="default/shop"] .rs')].some((e) => /rev 2 · 3\/3 ready/.test(e.textContent))"#, Duration::from_secs(90)).await;
@@ -193,7 +346,10 @@ async fn a_thousand_pods_keep_the_page_responsive() {
     let patches = report["patches"].as_u64().unwrap();
     assert!(patches < 500, "batched: {patches} messages for 1,000 pods");
     let longest = report["longest_frame_ms"].as_f64().unwrap();
-    assert!(longest < 1000.0, "a frame took {longest} ms");
+    assert!(
+        longest < 500.0,
+        "the page was busy for {longest} ms at once"
+    );
     browser.close().await;
     stop_clean(cluster).await;
 }
