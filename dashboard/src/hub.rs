@@ -124,6 +124,10 @@ pub struct Hub {
     gone: VecDeque<String>,
     /// The endpoints of each slice, last seen.
     pub slices: HashMap<String, Vec<SliceEndpoint>>,
+    /// The addresses each consumer last applied, by `source service-port`.
+    pub applied: HashMap<String, Vec<String>>,
+    /// Which pod (uid, key) had each address last.
+    pub ips: HashMap<String, (String, String)>,
     events: VecDeque<Value>,
     event_ids: HashSet<String>,
     new_events: Vec<Value>,

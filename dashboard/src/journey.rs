@@ -9,11 +9,13 @@
 //! - Events, stamped by their writer's `eventTime` (microseconds): `Scheduled`, `Started`,
 //!   postStart and preStop (`PostStartHookStarted` …), `Killing` (SIGTERM), `Killed` (SIGKILL),
 //!   `Exited`;
-//! - EndpointSlice changes: added to the Service's endpoints, marked terminating, removed.
+//! - EndpointSlice changes: added to the Service's endpoints, marked terminating, removed;
+//! - the proxy's `EndpointsApplied` Events (minik's own, `proxy/src/events.rs`): when it started
+//!   and stopped routing to the pod's address.
 //!
 //! Every function here is pure: it compares two states and returns the new steps.
-//! minik simplifies: the consumers' apply times (proxy, ingress, load balancer) are not in the
-//! API, so they are not shown; a pod seen first in a list gets its creation from the second-precision
+//! minik simplifies: the ingress and the load balancer write no Events, so only the proxy's apply
+//! times are shown; a pod seen first in a list gets its creation from the second-precision
 //! `creationTimestamp`.
 
 use k8s_openapi::api::core::v1::{Event, Pod};
@@ -187,6 +189,48 @@ pub fn slice_steps(
         named.push((old.pod.clone(), removed));
     }
     named
+}
+
+/// The service port and endpoint addresses of a consumer's `EndpointsApplied` message:
+/// `Applied endpoints for default/web:http: 127.244.1.2:8080,127.244.1.3:8080` (or `<none>`).
+pub fn applied_endpoints(message: &str) -> Option<(String, Vec<String>)> {
+    let rest = message.strip_prefix("Applied endpoints for ")?;
+    let (port, list) = rest.rsplit_once(": ")?;
+    let addresses = match list.trim() {
+        "<none>" | "" => Vec::new(),
+        list => list
+            .split(',')
+            .map(|e| {
+                e.trim()
+                    .rsplit_once(':')
+                    .map_or(e, |(ip, _)| ip)
+                    .to_string()
+            })
+            .collect(),
+    };
+    Some((port.to_string(), addresses))
+}
+
+/// A consumer's steps, per address: it started routing to the ones added, stopped for the ones gone.
+pub fn consumer_steps(
+    who: &str,
+    before: &[String],
+    after: &[String],
+    at: i64,
+) -> Vec<(String, Step)> {
+    let step_for = |ip: &String, what: &str| {
+        let name = format!("{who}: {what}");
+        (ip.clone(), step(at, &name, who, ip.clone(), "event"))
+    };
+    let added = after
+        .iter()
+        .filter(|ip| !before.contains(ip))
+        .map(|ip| step_for(ip, "routing to it"));
+    let gone = before
+        .iter()
+        .filter(|ip| !after.contains(ip))
+        .map(|ip| step_for(ip, "stopped routing"));
+    added.chain(gone).collect()
 }
 
 /// `ready`, `not ready, serving, terminating` …

@@ -145,3 +145,38 @@ fn insert_keeps_time_order_and_the_anchor() {
     }
     assert_eq!(names(&steps), ["created", "b", "c"]);
 }
+
+/// The proxy's Event lists its endpoints; the diff says when it started and stopped routing.
+#[test]
+fn the_proxy_s_applied_endpoints_become_routing_steps() {
+    let (port, ips) = applied_endpoints(
+        "Applied endpoints for default/web:http: 127.244.1.2:8080,127.244.1.3:8080",
+    )
+    .unwrap();
+    assert_eq!(
+        (port.as_str(), ips.clone()),
+        (
+            "default/web:http",
+            vec!["127.244.1.2".to_string(), "127.244.1.3".to_string()]
+        )
+    );
+    assert_eq!(
+        applied_endpoints("Applied endpoints for default/web:http: <none>")
+            .unwrap()
+            .1,
+        Vec::<String>::new()
+    );
+    assert!(applied_endpoints("Started container app").is_none());
+    let steps = consumer_steps("proxy", &ips[..1], &ips[1..], 5);
+    let named: Vec<(&str, &str)> = steps
+        .iter()
+        .map(|(ip, s)| (ip.as_str(), s.step.as_str()))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("127.244.1.3", "proxy: routing to it"),
+            ("127.244.1.2", "proxy: stopped routing")
+        ]
+    );
+}

@@ -139,6 +139,9 @@ impl Fold for Pod {
         for step in steps {
             hub.add_step(&uid, &key, step);
         }
+        if let Some(ip) = self.status.as_ref().and_then(|s| s.pod_ip.clone()) {
+            hub.ips.insert(ip, (uid.clone(), key.clone()));
+        }
         hub.pods.insert(key.clone(), self.clone());
         hub.table("pods").upsert(key, views::pod(self));
         hub.pods_changed = true;
@@ -240,6 +243,30 @@ impl Fold for ReplicaSet {
     }
 }
 
+/// A consumer's `EndpointsApplied` Event: steps for the pods whose addresses it added or dropped.
+fn consumer_journeys(hub: &mut Hub, event: &Event) {
+    if event.reason.as_deref() != Some("EndpointsApplied") {
+        return;
+    }
+    let message = event.message.as_deref().unwrap_or_default();
+    let (Some((port, after)), Some(at)) = (
+        journey::applied_endpoints(message),
+        views::event_time(event),
+    ) else {
+        return;
+    };
+    let who = views::event_source(event);
+    let before = hub
+        .applied
+        .insert(format!("{who} {port}"), after.clone())
+        .unwrap_or_default();
+    for (ip, step) in journey::consumer_steps(&who, &before, &after, at.as_millisecond()) {
+        if let Some((uid, key)) = hub.ips.get(&ip).cloned() {
+            hub.add_step(&uid, &key, step);
+        }
+    }
+}
+
 impl Fold for Event {
     const NAME: &'static str = "events";
     fn apply(&self, hub: &mut Hub, _seen: i64, _listed: bool) {
@@ -253,6 +280,7 @@ impl Fold for Event {
             return;
         }
         hub.add_event(views::event(self));
+        consumer_journeys(hub, self);
         let object = &self.involved_object;
         if object.kind.as_deref() != Some("Pod") {
             return;

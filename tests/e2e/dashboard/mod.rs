@@ -290,6 +290,14 @@ async fn the_page_follows_a_pod_from_creation_to_gone() {
             "removed from endpoints",
         ],
     );
+    // The proxy's own Events: it routed to the pod, then stopped once the pod left the slice.
+    let proxy = [
+        "created",
+        "proxy: routing to it",
+        "deletionTimestamp",
+        "proxy: stopped routing",
+    ];
+    page::assert_in_order(&steps, &proxy);
     browser.close().await;
     stop_clean(cluster).await;
 }
