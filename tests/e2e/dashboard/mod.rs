@@ -361,3 +361,88 @@ async fn a_thousand_pods_keep_the_page_responsive() {
     browser.close().await;
     stop_clean(cluster).await;
 }
+
+/// `minik up --dashboard` prints the URL (the token kept 0600 in the data dir), and `minik
+/// dashboard` beside the cluster prints its own; both serve the cluster's nodes to the token only.
+#[tokio::test]
+async fn up_and_minik_dashboard_print_working_urls() {
+    use std::os::unix::fs::PermissionsExt;
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    let up = minik_tests::up::Up::start_with_flags(1, &["--dashboard"]).await;
+    let line = up
+        .transcript
+        .iter()
+        .find(|l| l.contains("Dashboard ("))
+        .expect("the URL line");
+    let url = line.rsplit(' ').next().unwrap().to_string();
+    let token_file = std::path::Path::new(&up.data_dir()).join("dashboard.token");
+    let mode = std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the token file is private");
+    assert_node_listed(&url).await;
+
+    let mut own = tokio::process::Command::new(minik_tests::cluster::minik_binary().unwrap())
+        .args(["dashboard", "--kubeconfig"])
+        .arg(up.kubeconfig())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("minik dashboard");
+    let mut lines = BufReader::new(own.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
+    let first = first
+        .expect("a line within 30 s")
+        .unwrap()
+        .expect("the URL line");
+    let url = first
+        .strip_prefix("Serving the dashboard on ")
+        .expect(&first)
+        .to_string();
+    assert_node_listed(&url).await;
+    let pid = nix::unistd::Pid::from_raw(own.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let exit = tokio::time::timeout(Duration::from_secs(10), own.wait()).await;
+    assert!(exit
+        .expect("minik dashboard stops on SIGTERM")
+        .unwrap()
+        .success());
+    up.down().await;
+}
+
+/// The URL answers 200 and its event stream's snapshot lists `node-1`; the bare address is 401.
+async fn assert_node_listed(url: &str) {
+    let (base, _) = split(url);
+    assert_eq!(
+        http()
+            .get(format!("{base}/"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    let page = http().get(url).send().await.unwrap();
+    assert_eq!(page.status(), 200, "{url}");
+    let cookie = page.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut stream = http()
+        .get(format!("{base}/updates"))
+        .header("Cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    while !seen.contains("node-1") {
+        let chunk = tokio::time::timeout(Duration::from_secs(20), stream.chunk()).await;
+        let chunk = chunk
+            .expect("the snapshot within 20 s")
+            .unwrap()
+            .expect("more of the stream");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
