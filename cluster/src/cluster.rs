@@ -89,7 +89,7 @@ pub struct ClusterConfig {
     pub interrupt: CancellationToken,
     /// Processes or tasks.
     pub mode: Mode,
-    /// Which components to start (default: all of [`Component::ALL`]); they start in that order
+    /// Which components to start (default: [`Component::defaults`], all but the dashboard); they start in that order
     /// whatever the order here.
     pub components: Vec<Component>,
     /// The grace period every pod is deleted with when the cluster stops, instead of its own.

@@ -16,7 +16,7 @@ const state = {
 const cards = new Map(); // pod key → its card element, updated in place
 const csrf = document.querySelector('meta[name="csrf-token"]').content;
 const $ = (id) => document.getElementById(id);
-const ICONS = { Pending: "⏳", ContainerCreating: "⚙", Running: "▶", Ready: "✔", Terminating: "⏹",
+const ICONS = { Pending: "○", ContainerCreating: "⚙", Running: "▶", Ready: "✔", Terminating: "■",
   Succeeded: "✓", Failed: "✗", CrashLoopBackOff: "↻" };
 
 function esc(text) {
@@ -143,7 +143,7 @@ function renderLanes() {
   const nodes = Object.values(state.tables.nodes).sort((a, b) => a.name.localeCompare(b.name));
   $("lanes").innerHTML = nodes.map((node) => {
     const ready = node.ready === "True" ? "✔ Ready" : `✗ ${node.ready === "False" ? "NotReady" : "Unknown"}`;
-    const cordoned = node.unschedulable ? `<span class="tag">⛔ cordoned</span>` : "";
+    const cordoned = node.unschedulable ? `<span class="tag">⊘ cordoned</span>` : "";
     const label = node.unschedulable ? "Uncordon…" : "Cordon…";
     return `<div class="lane" data-node="${esc(node.name)}"><div class="lane-head"><span class="name">${esc(node.name)}</span>
       <span class="tag">${ready}</span>${cordoned}<button data-action="cordon" data-node="${esc(node.name)}">${label}</button></div>
@@ -176,7 +176,7 @@ function renderServices() {
     const endpoints = slices.filter((s) => s.ns === service.ns && s.service === service.name).flatMap((s) => s.endpoints);
     const items = endpoints.map((e) => {
       const [cls, text] = e.ready ? ["ep-ready", "✔ ready"] : e.terminating
-        ? ["ep-terminating", e.serving ? "⏹ terminating, serving" : "⏹ terminating"]
+        ? ["ep-terminating", e.serving ? "■ terminating, serving" : "■ terminating"]
         : e.serving ? ["ep-serving", "◐ serving"] : ["ep-terminating", "✗ not ready"];
       return `<li class="${cls}" data-endpoint="${esc(e.pod)}">${text} — ${esc(e.pod)} ${esc(e.ip)}</li>`;
     }).join("") || "<li>no endpoints</li>";
