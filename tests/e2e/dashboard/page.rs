@@ -116,7 +116,8 @@ pub fn assert_in_order(steps: &[Step], names: &[&str]) {
     }
 }
 
-/// Screenshots of the page at 800 and 1440 px wide, as `NAME-800.png` and `NAME-1440.png`.
+/// Screenshots of the page at 800 and 1440 px wide, as `NAME-800.png` and `NAME-1440.png`, and
+/// at 1440 px in the dark theme (`NAME-1440-dark.png`).
 pub async fn screenshots(browser: &mut Browser, name: &str) {
     let dir = artifacts("dashboard");
     for width in [800, 1440] {
@@ -127,6 +128,15 @@ pub async fn screenshots(browser: &mut Browser, name: &str) {
         eprintln!("dashboard: screenshot {}", path.display());
     }
     browser.resize(1440, 900).await;
+    // The dark theme, as a system set to dark would ask for it (prefers-color-scheme).
+    let dark = json!({"features": [{"name": "prefers-color-scheme", "value": "dark"}]});
+    browser.call("Emulation.setEmulatedMedia", dark).await;
+    browser
+        .screenshot(&dir.join(format!("{name}-1440-dark.png")))
+        .await;
+    browser
+        .call("Emulation.setEmulatedMedia", json!({"features": []}))
+        .await;
 }
 
 /// A Deployment of 3 `minik/web` pods.
