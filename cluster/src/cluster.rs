@@ -80,13 +80,16 @@ pub struct ClusterConfig {
     pub loadbalancer_metrics_listen: SocketAddr,
     /// More flags for the load balancer (`--batch-period 1s`, …).
     pub loadbalancer_args: Vec<String>,
+    /// Where the dashboard serves its page (port 0: a free port, chosen at start), when
+    /// [`Component::Dashboard`] is in `components`.
+    pub dashboard_listen: SocketAddr,
     /// Print kind-style progress lines on stdout.
     pub progress: bool,
     /// Cancelling it aborts a start in progress (what has started is stopped again).
     pub interrupt: CancellationToken,
     /// Processes or tasks.
     pub mode: Mode,
-    /// Which components to start (default: all of [`Component::ALL`]); they start in that order
+    /// Which components to start (default: [`Component::defaults`], all but the dashboard); they start in that order
     /// whatever the order here.
     pub components: Vec<Component>,
     /// The grace period every pod is deleted with when the cluster stops, instead of its own.
@@ -119,10 +122,11 @@ impl Default for ClusterConfig {
             ingress_args: Vec::new(),
             loadbalancer_metrics_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             loadbalancer_args: Vec::new(),
+            dashboard_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             progress: true,
             interrupt: CancellationToken::new(),
             mode: Mode::Processes,
-            components: Component::ALL.to_vec(),
+            components: Component::defaults(),
             drain_grace: None,
             reap_leftovers: true,
             secure: true,
@@ -199,6 +203,9 @@ impl Cluster {
         if config.components.contains(&Component::LoadBalancer) {
             config.loadbalancer_metrics_listen = check_listen(config.loadbalancer_metrics_listen)?;
         }
+        if config.components.contains(&Component::Dashboard) {
+            config.dashboard_listen = check_listen(config.dashboard_listen)?;
+        }
         // Private to its owner, secure or not: refused if another user can write it, then 0700,
         // and everything created from now on is 0600/0700 (docs/security.md#local-control-plane).
         crate::files::prepare_data_dir(&config.data_dir)?;
@@ -260,6 +267,9 @@ impl Cluster {
     /// Starts one component (`node` is the kubelet's node index) and adds it to the members.
     pub(crate) fn launch(&mut self, component: Component, node: u8) -> Result<()> {
         crate::secure::prepare(&self.config, component, node, &self.server_url)?;
+        if component == Component::Dashboard {
+            crate::dashboard::prepare(&self.config.data_dir)?;
+        }
         let args = component.args(&self.config, node);
         let node_name = (component == Component::Kubelet).then(|| format!("node-{node}"));
         let name = component.instance(node_name.as_deref());
@@ -351,6 +361,12 @@ impl Cluster {
                 "Starting ingress on http://{} (IngressClass minik, default)",
                 self.config.ingress_listen
             ),
+            Component::Dashboard => {
+                format!(
+                    "Starting dashboard on http://{}",
+                    self.config.dashboard_listen
+                )
+            }
             other => format!("Starting {}", other.subcommand()),
         }
     }
@@ -371,6 +387,19 @@ impl Cluster {
     pub fn loadbalancer_metrics_address(&self) -> Option<SocketAddr> {
         self.started(Component::LoadBalancer)
             .then_some(self.config.loadbalancer_metrics_listen)
+    }
+
+    /// The dashboard's URL with its token, if the cluster runs it.
+    pub fn dashboard_url(&self) -> Option<String> {
+        if !self.started(Component::Dashboard) {
+            return None;
+        }
+        let token = std::fs::read_to_string(crate::dashboard::token_file(&self.data_dir)).ok()?;
+        Some(format!(
+            "http://{}/?token={}",
+            self.config.dashboard_listen,
+            token.trim()
+        ))
     }
 
     fn started(&self, component: Component) -> bool {

@@ -38,6 +38,8 @@ pub enum Component {
     Ingress,
     /// `minik loadbalancer`: LoadBalancer Services, programmed in batches.
     LoadBalancer,
+    /// `minik dashboard`: the live web view (only with `minik up --dashboard`).
+    Dashboard,
 }
 
 /// How the launcher knows a component is ready before it starts the next one.
@@ -56,7 +58,7 @@ pub(crate) type Run = Pin<Box<dyn Future<Output = std::result::Result<(), String
 
 impl Component {
     /// Every component, in start order; a cluster stops them in the reverse order.
-    pub const ALL: [Component; 8] = [
+    pub const ALL: [Component; 9] = [
         Component::Apiserver,
         Component::Scheduler,
         Component::ControllerManager,
@@ -65,7 +67,15 @@ impl Component {
         Component::Proxy,
         Component::Ingress,
         Component::LoadBalancer,
+        Component::Dashboard,
     ];
+
+    /// What a cluster starts unless told otherwise: all but the dashboard, which is asked for.
+    pub fn defaults() -> Vec<Component> {
+        let mut all = Component::ALL.to_vec();
+        all.retain(|c| *c != Component::Dashboard);
+        all
+    }
 
     /// The `minik` subcommand that runs it: its name, but `kube-proxy` for the proxy, since
     /// `minik proxy` is kubectl's `proxy` (an API proxy for curl), as upstream names them.
@@ -87,6 +97,7 @@ impl Component {
             Component::Proxy => "proxy",
             Component::Ingress => "ingress",
             Component::LoadBalancer => "loadbalancer",
+            Component::Dashboard => "dashboard",
         }
     }
 
@@ -116,6 +127,7 @@ impl Component {
                 "metrics http://{}",
                 config.loadbalancer_metrics_listen
             )),
+            Component::Dashboard => Some(format!("http://{}", config.dashboard_listen)),
             _ => None,
         }
     }
@@ -200,6 +212,12 @@ impl Component {
                 );
                 args.extend(config.loadbalancer_args.iter().cloned());
             }
+            Component::Dashboard => {
+                flag("--server", server);
+                flag("--listen", config.dashboard_listen.to_string());
+                let token = crate::dashboard::token_file(&config.data_dir);
+                flag("--token-file", token.display().to_string());
+            }
             Component::Scheduler | Component::EndpointController => flag("--server", server),
         }
         args
@@ -225,6 +243,7 @@ impl Component {
             Component::Proxy => run!(minik_proxy),
             Component::Ingress => run!(minik_ingress),
             Component::LoadBalancer => run!(minik_loadbalancer),
+            Component::Dashboard => run!(minik_dashboard),
         })
     }
 }

@@ -46,6 +46,8 @@ fn identity(component: Component, node: u8) -> Option<Identity> {
         Component::Ingress => Identity::ingress_controller(),
         Component::LoadBalancer => Identity::service_controller(),
         Component::Kubelet => Identity::node(&format!("node-{node}")),
+        // The dashboard acts for the user who started the cluster (its actions are theirs).
+        Component::Dashboard => Identity::admin(),
     })
 }
 

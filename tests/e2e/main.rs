@@ -8,6 +8,7 @@ mod cleanup; // nothing left running after a cluster stops
 mod configmaps; // ConfigMaps, Secrets, the downward API, service links in env and volumes
 mod creation; // pods from creation to Running, restarts, init containers, exit codes
 mod daemonsets; // DaemonSets across nodes joining and leaving, a rollout, kill -9 mid-rollout
+mod dashboard; // minik dashboard: its guard, and the page in headless Chromium
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
 mod fidelity; // issue 19: probes while terminating, initialDelay, deadlines, gates, shim stop, up stop
 mod hook_orphans; // a preStop's setsid child goes with the force-deleted pod

@@ -137,6 +137,11 @@ impl Cluster {
         Ok(self.inner_mut().restart(component).await?)
     }
 
+    /// The dashboard's URL with its token (`http://127.0.0.1:PORT/?token=…`), if started.
+    pub fn dashboard_url(&self) -> Option<String> {
+        self.inner().dashboard_url()
+    }
+
     /// Where the ingress controller serves HTTP (`127.0.0.1:PORT`), if started.
     pub fn ingress_address(&self) -> Option<std::net::SocketAddr> {
         self.inner().ingress_address()

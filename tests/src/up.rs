@@ -47,16 +47,21 @@ impl Up {
     /// Starts `minik up --nodes N` on a free port and waits until it is ready. `KUBECONFIG`
     /// points at a file that must stay untouched (merging is only on request).
     pub async fn start(nodes: u8) -> Up {
-        Up::launch(nodes, None).await
+        Up::launch(nodes, None, &[]).await
+    }
+
+    /// Starts `minik up --nodes N` with more flags (`--dashboard`).
+    pub async fn start_with_flags(nodes: u8, flags: &[&str]) -> Up {
+        Up::launch(nodes, None, flags).await
     }
 
     /// Starts `minik up --nodes N --merge-kubeconfig` with `KUBECONFIG=kubeconfig`, so that it
     /// merges its `minik` context into that file as it would into a user's `~/.kube/config`.
     pub async fn start_with_kubeconfig(nodes: u8, kubeconfig: &Path) -> Up {
-        Up::launch(nodes, Some(kubeconfig.to_path_buf())).await
+        Up::launch(nodes, Some(kubeconfig.to_path_buf()), &[]).await
     }
 
-    async fn launch(nodes: u8, kubeconfig: Option<PathBuf>) -> Up {
+    async fn launch(nodes: u8, kubeconfig: Option<PathBuf>, flags: &[&str]) -> Up {
         let data = tempfile::tempdir().expect("tempdir");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -78,6 +83,7 @@ impl Up {
             "--backoff-base",
             "200ms",
         ]);
+        command.args(flags);
         match &kubeconfig {
             Some(path) => command.env("KUBECONFIG", path).arg("--merge-kubeconfig"),
             None => command.env("KUBECONFIG", data.path().join("untouched-kubeconfig")),

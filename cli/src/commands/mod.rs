@@ -9,6 +9,7 @@
 pub mod apply;
 pub mod bench;
 pub mod components;
+pub mod dashboard;
 pub mod delete;
 pub mod demo;
 pub mod describe;
@@ -69,6 +70,8 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Measure minik: write latency, watch throughput, scheduling and startup (starts its own cluster).
     Bench(bench::BenchArgs),
+    /// Serve a live web view of the cluster and of each pod's journey (loopback, token in the URL).
+    Dashboard(minik_dashboard::Args),
     /// Run the API server.
     Apiserver(minik_apiserver::Args),
     /// Run the scheduler.
@@ -105,6 +108,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Status(args) => status::status(args).await,
         Command::Demo(args) => demo::demo(args, flags).await,
         Command::Bench(args) => bench::bench(args).await,
+        Command::Dashboard(args) => dashboard::dashboard(args, flags).await,
         Command::Apiserver(args) => components::apiserver(args).await,
         Command::Scheduler(args) => components::scheduler(args).await,
         Command::Kubelet(args) => components::kubelet(args).await,

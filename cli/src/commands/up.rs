@@ -80,6 +80,10 @@ pub struct UpArgs {
     /// user, and any program they run, can then drive the cluster). Default: HTTPS, RBAC.
     #[arg(long)]
     pub insecure: bool,
+    /// Also start `minik dashboard`, the live web view, on a free port of 127.0.0.1 (its URL,
+    /// with the token, is printed).
+    #[arg(long)]
+    pub dashboard: bool,
 }
 
 /// Validates a humantime duration and keeps its text, which is passed on unchanged.
@@ -96,6 +100,15 @@ fn kubelet_args(args: &UpArgs) -> Vec<String> {
         .pod_pids_limit
         .map(|n| ["--pod-pids-limit".into(), n.to_string()]);
     max_pods.into_iter().chain(pids).flatten().collect()
+}
+
+/// The components `up` starts: the defaults, and the dashboard when asked.
+fn components(args: &UpArgs) -> Vec<minik_cluster::Component> {
+    let mut components = minik_cluster::Component::defaults();
+    if args.dashboard {
+        components.push(minik_cluster::Component::Dashboard);
+    }
+    components
 }
 
 /// Runs `minik up` until Ctrl-C / SIGTERM, then stops the cluster.
@@ -130,6 +143,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         progress: true,
         interrupt: signals.first_token(),
         secure: !args.insecure,
+        components: components(&args),
         ..ClusterConfig::default()
     };
     let mut cluster = match Cluster::start(options).await {
@@ -256,6 +270,9 @@ fn print_ready(cluster: &Cluster, nodes: u8, context_set: bool) {
         println!(
             "\nIngresses are served on http://{ingress} (curl -H 'Host: …' http://{ingress}/)."
         );
+    }
+    if let Some(url) = cluster.dashboard_url() {
+        println!("\nDashboard (loopback only; the token is the key): {url}");
     }
     println!(
         "\nLogs are in {}. Stop with Ctrl-C or `minik down`.",

@@ -33,6 +33,7 @@ pub struct ClusterBuilder {
     pub(crate) pod_pids_limit: Option<i64>,
     pub(crate) ingress: Option<Vec<String>>,
     pub(crate) loadbalancer: Option<Vec<String>>,
+    pub(crate) dashboard: bool,
 }
 
 impl Default for ClusterBuilder {
@@ -51,6 +52,7 @@ impl Default for ClusterBuilder {
             pod_pids_limit: None,
             ingress: None,
             loadbalancer: None,
+            dashboard: false,
         }
     }
 }
@@ -59,6 +61,12 @@ impl ClusterBuilder {
     /// How many nodes (`node-1` … `node-N`); 0 is allowed (add some later with `add_node`).
     pub fn nodes(mut self, nodes: u8) -> Self {
         self.nodes = nodes;
+        self
+    }
+
+    /// Also start the dashboard (`minik up --dashboard`); [`crate::Cluster::dashboard_url`] has its URL.
+    pub fn dashboard(mut self) -> Self {
+        self.dashboard = true;
         self
     }
 
@@ -160,6 +168,7 @@ impl ClusterBuilder {
             Component::EndpointController => self.endpoint_controller,
             Component::Ingress => self.ingress.is_some(),
             Component::LoadBalancer => self.loadbalancer.is_some(),
+            Component::Dashboard => self.dashboard,
             _ => true,
         });
         ClusterConfig {
