@@ -33,14 +33,27 @@ fn demo(args: &[&str]) -> Value {
 
 #[test]
 fn rollout_runs_old_terminating_beside_new_ready_pods_and_loses_no_request() {
-    let results = demo(&["rollout", "--speed", "10", "--replicas", "3", "--large-replicas", "3", "--rate", "50"]);
+    let results = demo(&[
+        "rollout",
+        "--speed",
+        "10",
+        "--replicas",
+        "3",
+        "--large-replicas",
+        "3",
+        "--rate",
+        "50",
+    ]);
     let runs = results["rollout"]["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 2);
     for run in runs {
         let peak = &run["peak"];
         assert!(run["requests"].as_u64().unwrap() > 100, "{run}");
         assert_eq!(run["failed"].as_u64(), Some(0), "no request fails: {run}");
-        assert!(run["rolled_ms"].as_f64().is_some(), "every new pod became Ready: {run}");
+        assert!(
+            run["rolled_ms"].as_f64().is_some(),
+            "every new pod became Ready: {run}"
+        );
         // The second run's 12 s preStop outlasts the rollout by far: every old pod is still
         // Terminating when the last new one is Ready (seed 002's "80 pods", at this size 6).
         if run["name"].as_str().unwrap().contains("preStop") {
@@ -50,7 +63,10 @@ fn rollout_runs_old_terminating_beside_new_ready_pods_and_loses_no_request() {
             assert_eq!(peak["terminating"].as_u64(), Some(3), "{run}");
             assert_eq!(peak["ready"].as_u64(), Some(3), "{run}");
         } else {
-            assert!(peak["pods"].as_u64().unwrap() > 3, "old and new side by side: {run}");
+            assert!(
+                peak["pods"].as_u64().unwrap() > 3,
+                "old and new side by side: {run}"
+            );
             assert!(peak["terminating"].as_u64().unwrap() > 0, "{run}");
         }
     }
@@ -58,13 +74,31 @@ fn rollout_runs_old_terminating_beside_new_ready_pods_and_loses_no_request() {
 
 #[test]
 fn rainbow_cuts_no_connection_where_a_rolling_update_cuts_some() {
-    let results = demo(&["rainbow", "--speed", "8", "--replicas", "2", "--connections", "6"]);
+    let results = demo(&[
+        "rainbow",
+        "--speed",
+        "8",
+        "--replicas",
+        "2",
+        "--connections",
+        "6",
+    ]);
     let rolling = &results["rainbow"]["rolling"];
     let rainbow = &results["rainbow"]["rainbow"];
-    assert!(rolling["connections_cut"].as_u64().unwrap() > 0, "{rolling}");
+    assert!(
+        rolling["connections_cut"].as_u64().unwrap() > 0,
+        "{rolling}"
+    );
     assert_eq!(rainbow["connections_cut"].as_u64(), Some(0), "{rainbow}");
-    assert!(rainbow["completed"].as_u64().unwrap() >= 6, "every stream ran to its end: {rainbow}");
-    assert_eq!(rainbow["peak"]["pods"].as_u64(), Some(4), "blue and green side by side: {rainbow}");
+    assert!(
+        rainbow["completed"].as_u64().unwrap() >= 6,
+        "every stream ran to its end: {rainbow}"
+    );
+    assert_eq!(
+        rainbow["peak"]["pods"].as_u64(),
+        Some(4),
+        "blue and green side by side: {rainbow}"
+    );
 }
 
 #[test]
@@ -80,21 +114,34 @@ fn race_marks_every_consumer_and_a_long_enough_pre_stop_loses_nothing() {
             ("loadbalancer", "load balancer applied the removal"),
         ] {
             assert!(
-                marks.iter().any(|m| m["component"] == lane && m["event"] == event),
+                marks
+                    .iter()
+                    .any(|m| m["component"] == lane && m["event"] == event),
                 "{lane} not marked in {}: {marks:?}",
                 variant["name"]
             );
         }
         let consumers = variant["consumers"].as_array().unwrap();
-        let names: Vec<&str> = consumers.iter().map(|c| c["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> = consumers
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
         assert_eq!(names, ["proxy", "ingress", "load balancer"]);
         let lag = |name: &str| {
-            consumers.iter().find(|c| c["name"] == name).unwrap()["applied_ms"].as_f64().unwrap()
+            consumers.iter().find(|c| c["name"] == name).unwrap()["applied_ms"]
+                .as_f64()
+                .unwrap()
         };
-        assert!(lag("load balancer") > lag("ingress"), "the batched balancer is slower: {consumers:?}");
+        assert!(
+            lag("load balancer") > lag("ingress"),
+            "the batched balancer is slower: {consumers:?}"
+        );
     }
     let (plain, with_pre_stop) = (&variants[0], &variants[1]);
     let through_lb = plain["consumers"][2]["failed"].as_u64().unwrap();
-    assert!(through_lb > 0, "without preStop, requests fail through the balancer: {plain}");
+    assert!(
+        through_lb > 0,
+        "without preStop, requests fail through the balancer: {plain}"
+    );
     assert_eq!(with_pre_stop["failed"].as_u64(), Some(0), "{with_pre_stop}");
 }

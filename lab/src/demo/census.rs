@@ -158,22 +158,12 @@ impl Census {
         self.samples.last().cloned().unwrap_or_default()
     }
 
-    /// The first sample with the most pods and, among those, the most Ready ones, if any.
+    /// The last sample with the most pods, if any: in a rollout, the moment just before the
+    /// first old pod is removed, every new pod up and every old one Terminating (seed 002).
     pub fn peak(&self) -> Option<&Sample> {
-        let ready = |s: &Sample| -> usize {
-            s.counts
-                .iter()
-                .filter(|((_, state), _)| *state == State::Ready)
-                .map(|(_, n)| n)
-                .sum()
-        };
-        self.samples.iter().reduce(|best, s| {
-            if (s.total(), ready(s)) > (best.total(), ready(best)) {
-                s
-            } else {
-                best
-            }
-        })
+        self.samples
+            .iter()
+            .reduce(|best, s| if s.total() >= best.total() { s } else { best })
     }
 
     /// Pods of `group` still counted (not yet removed).
@@ -204,10 +194,22 @@ mod tests {
 
     #[test]
     fn a_pod_is_pending_running_ready_or_terminating() {
-        assert_eq!(State::of(&pod("a", "rs", "Pending", false, false)), State::Pending);
-        assert_eq!(State::of(&pod("a", "rs", "Running", false, false)), State::Running);
-        assert_eq!(State::of(&pod("a", "rs", "Running", true, false)), State::Ready);
-        assert_eq!(State::of(&pod("a", "rs", "Running", true, true)), State::Terminating);
+        assert_eq!(
+            State::of(&pod("a", "rs", "Pending", false, false)),
+            State::Pending
+        );
+        assert_eq!(
+            State::of(&pod("a", "rs", "Running", false, false)),
+            State::Running
+        );
+        assert_eq!(
+            State::of(&pod("a", "rs", "Running", true, false)),
+            State::Ready
+        );
+        assert_eq!(
+            State::of(&pod("a", "rs", "Running", true, true)),
+            State::Terminating
+        );
     }
 
     #[test]
@@ -217,14 +219,20 @@ mod tests {
         census.apply(&pod("new-1", "new", "Running", false, false), 5.0);
         census.apply(&pod("new-1", "new", "Running", true, false), 10.0);
         census.apply(&pod("old-1", "old", "Running", true, true), 20.0);
-        assert!(!census.apply(&pod("old-1", "old", "Running", false, true), 25.0));
+        assert!(!census.apply(&pod("old-1", "old", "Running", true, true), 22.0));
         census.remove(&pod("old-1", "old", "Running", true, true), 30.0);
         let peak = census.peak().unwrap();
         assert_eq!(peak.total(), 2);
-        assert_eq!(peak.t_ms, 10.0, "the first sample at the peak, with the most Ready");
+        assert_eq!(
+            peak.t_ms, 20.0,
+            "the last sample at the peak: the old pod Terminating"
+        );
         assert_eq!(census.groups, ["old", "new"]);
         let at = &census.samples[3];
-        assert_eq!((at.count(0, State::Terminating), at.count(1, State::Ready)), (1, 1));
+        assert_eq!(
+            (at.count(0, State::Terminating), at.count(1, State::Ready)),
+            (1, 1)
+        );
         assert_eq!(census.remaining("old"), 0);
         assert_eq!(census.current().total(), 1);
     }

@@ -24,7 +24,13 @@ const HUES: [&str; 4] = ["#2b6cb0", "#2f855a", "#c05621", "#6b46c1"];
 /// The chart of one run: `groups` names the ReplicaSets, `samples` their counts (sorted by
 /// time), `outcomes` the requests (or connections) on the same axis (ms); `what` names them and
 /// their failures (`requests|failed`, `connections ended|cut`).
-pub fn svg(groups: &[String], samples: &[Sample], outcomes: &[Outcome], end_ms: f64, what: &str) -> String {
+pub fn svg(
+    groups: &[String],
+    samples: &[Sample],
+    outcomes: &[Outcome],
+    end_ms: f64,
+    what: &str,
+) -> String {
     let start = samples.first().map_or(0.0, |s| s.t_ms).min(0.0);
     let end = end_ms.max(start + 1000.0);
     let x = |t: f64| LEFT + (t - start) / (end - start) * (WIDTH - LEFT - RIGHT);
@@ -78,11 +84,21 @@ fn step_area(
     for (i, sample) in samples.iter().enumerate() {
         let cmd = if i == 0 { 'M' } else { 'L' };
         let level = y(high[i] as f64);
-        let _ = write!(path, "{cmd}{:.1},{level:.1} L{:.1},{level:.1} ", x(sample.t_ms), x(next_t(i)));
+        let _ = write!(
+            path,
+            "{cmd}{:.1},{level:.1} L{:.1},{level:.1} ",
+            x(sample.t_ms),
+            x(next_t(i))
+        );
     }
     for i in (0..samples.len()).rev() {
         let level = y(low[i] as f64);
-        let _ = write!(path, "L{:.1},{level:.1} L{:.1},{level:.1} ", x(next_t(i)), x(samples[i].t_ms));
+        let _ = write!(
+            path,
+            "L{:.1},{level:.1} L{:.1},{level:.1} ",
+            x(next_t(i)),
+            x(samples[i].t_ms)
+        );
     }
     path.push('Z');
     path
@@ -137,14 +153,30 @@ fn y_axis(out: &mut String, most: f64, y: &impl Fn(f64) -> f64) {
         let _ = writeln!(out, "<line x1=\"{:.1}\" y1=\"{at:.1}\" x2=\"{:.1}\" y2=\"{at:.1}\" class=\"grid\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"y-label\">{pods}</text>", LEFT, WIDTH - RIGHT, LEFT - 6.0, at + 4.0);
         pods += step;
     }
-    let _ = writeln!(out, "<text x=\"8\" y=\"{:.1}\" class=\"lane-name\">pods</text>", TOP - 6.0);
+    let _ = writeln!(
+        out,
+        "<text x=\"8\" y=\"{:.1}\" class=\"lane-name\">pods</text>",
+        TOP - 6.0
+    );
 }
 
 /// Requests per interval: answered in green, failed in red on top.
-fn bars(out: &mut String, (what, outcomes): (&str, &[Outcome]), top: f64, start: f64, end: f64, x: &impl Fn(f64) -> f64) {
+fn bars(
+    out: &mut String,
+    (what, outcomes): (&str, &[Outcome]),
+    top: f64,
+    start: f64,
+    end: f64,
+    x: &impl Fn(f64) -> f64,
+) {
     let bucket = ((end - start) / 120.0).max(50.0);
     let rows = load::buckets(outcomes, bucket);
-    let most = rows.iter().map(|(_, ok, failed)| ok + failed).max().unwrap_or(1).max(1) as f64;
+    let most = rows
+        .iter()
+        .map(|(_, ok, failed)| ok + failed)
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
     let failed_total: usize = rows.iter().map(|(_, _, f)| f).sum();
     let (noun, bad) = what.split_once('|').unwrap_or((what, "failed"));
     let _ = writeln!(
@@ -172,10 +204,12 @@ fn bars(out: &mut String, (what, outcomes): (&str, &[Outcome]), top: f64, start:
 
 fn time_axis(out: &mut String, start: f64, end: f64, y: f64, x: &impl Fn(f64) -> f64) {
     let span = end - start;
-    let step = [100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10000.0, 20000.0, 30000.0, 60000.0]
-        .into_iter()
-        .find(|step| span / step <= 12.0)
-        .unwrap_or(120000.0);
+    let step = [
+        100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10000.0, 20000.0, 30000.0, 60000.0,
+    ]
+    .into_iter()
+    .find(|step| span / step <= 12.0)
+    .unwrap_or(120000.0);
     let mut tick = (start / step).ceil() * step;
     while tick <= end {
         let at = x(tick);
@@ -185,7 +219,9 @@ fn time_axis(out: &mut String, start: f64, end: f64, y: f64, x: &impl Fn(f64) ->
 }
 
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -201,16 +237,23 @@ mod tests {
         };
         let samples = vec![
             sample(0.0, &[((0, State::Ready), 2)]),
-            sample(500.0, &[((0, State::Terminating), 2), ((1, State::Ready), 2)]),
+            sample(
+                500.0,
+                &[((0, State::Terminating), 2), ((1, State::Ready), 2)],
+            ),
             sample(900.0, &[((1, State::Ready), 2)]),
         ];
         let groups = vec!["web-old".to_string(), "web-new".to_string()];
         let page = svg(&groups, &samples, &[], 1000.0, "requests");
         assert_eq!(page.matches("data-series=").count(), 3, "{page}");
         assert!(page.contains("data-series=\"0 terminating\""));
-        for number in page.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-')) {
-            if let Ok(value) = number.parse::<f64>() {
-                assert!(value >= -0.5 && value <= WIDTH + 1.0, "{value} outside");
+        for path in page.split(" d=\"").skip(1) {
+            let path = path.split('"').next().unwrap();
+            assert!(path.ends_with('Z'), "closed: {path}");
+            for number in path.split(|c: char| !(c.is_ascii_digit() || c == '.')) {
+                if let Ok(value) = number.parse::<f64>() {
+                    assert!(value <= WIDTH - RIGHT + 0.5, "{value} outside the plot");
+                }
             }
         }
     }

@@ -82,11 +82,21 @@ pub async fn expose(
         .await?;
     let services = Api::<Service>::namespaced(client.clone(), namespace);
     let patch = json!({"spec": {"type": "LoadBalancer"}});
-    services.patch(app, &minik_client::Patch::Merge(patch)).await?;
+    services
+        .patch(app, &minik_client::Patch::Merge(patch))
+        .await?;
     let external = wait_for_address(&services, app).await?;
     Ok(vec![
-        Path { name: "ingress", target: addresses.ingress, host },
-        Path { name: "load balancer", target: external, host: "demo".into() },
+        Path {
+            name: "ingress",
+            target: addresses.ingress,
+            host,
+        },
+        Path {
+            name: "load balancer",
+            target: external,
+            host: "demo".into(),
+        },
     ])
 }
 
@@ -101,7 +111,9 @@ async fn wait_for_address(services: &Api<Service>, name: &str) -> crate::Result<
             .and_then(|lb| lb.ingress)
             .and_then(|list| list.into_iter().next());
         if let Some(ip) = first.as_ref().and_then(|i| i.ip.clone()) {
-            let port = first.and_then(|i| i.ports).and_then(|p| p.first().map(|p| p.port));
+            let port = first
+                .and_then(|i| i.ports)
+                .and_then(|p| p.first().map(|p| p.port));
             return Ok(format!("{ip}:{}", port.unwrap_or(manifests::PORT.into())).parse()?);
         }
         crate::error::ensure!(
@@ -188,14 +200,28 @@ pub async fn watch_applies(
 }
 
 /// `(updates applied, last update's Unix seconds)` from a consumer's `/metrics`.
-async fn scrape(http: &reqwest::Client, address: SocketAddr, prefix: &str) -> crate::Result<(f64, f64)> {
-    let text = http.get(format!("http://{address}/metrics")).send().await?.text().await?;
+async fn scrape(
+    http: &reqwest::Client,
+    address: SocketAddr,
+    prefix: &str,
+) -> crate::Result<(f64, f64)> {
+    let text = http
+        .get(format!("http://{address}/metrics"))
+        .send()
+        .await?
+        .text()
+        .await?;
     let metric = |name: &str| {
-        text.lines()
-            .filter(|l| !l.starts_with('#'))
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse::<f64>().ok())
+        text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
     };
-    let updates = metric(&format!("{prefix}_backend_updates_total")).context("no update counter in /metrics")?;
+    let updates = metric(&format!("{prefix}_backend_updates_total"))
+        .context("no update counter in /metrics")?;
     let at = metric(&format!("{prefix}_last_update_timestamp_seconds")).unwrap_or(0.0);
     Ok((updates, at))
 }
@@ -219,6 +245,9 @@ mod tests {
     fn the_delete_waits_for_the_tick_of_the_batch_grid() {
         let period = Duration::from_millis(1000);
         let wait = after_next_tick(period, Duration::from_millis(50));
-        assert!(wait > Duration::from_millis(50) && wait <= Duration::from_millis(1050), "{wait:?}");
+        assert!(
+            wait > Duration::from_millis(50) && wait <= Duration::from_millis(1050),
+            "{wait:?}"
+        );
     }
 }

@@ -120,7 +120,9 @@ async fn request(target: SocketAddr, host: &str) -> Result<String, String> {
         let mut stream = TcpStream::connect(target).await.map_err(describe)?;
         stream.set_nodelay(true).map_err(describe)?;
         stream
-            .write_all(format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes())
+            .write_all(
+                format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+            )
             .await
             .map_err(describe)?;
         let mut answer = Vec::with_capacity(256);

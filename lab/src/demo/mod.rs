@@ -150,7 +150,8 @@ pub async fn run(mut args: DemoOptions) -> crate::Result<()> {
         args.scale_down();
     }
     crate::error::ensure!(
-        args.speed.is_none_or(|speed| speed.is_finite() && speed > 0.0),
+        args.speed
+            .is_none_or(|speed| speed.is_finite() && speed > 0.0),
         "--speed must be a positive number"
     );
     let narrate = !args.json;
@@ -163,8 +164,10 @@ pub async fn run(mut args: DemoOptions) -> crate::Result<()> {
     for part in &parts {
         let kubeconfig = args.kubeconfig.as_deref();
         let flags = parts::cluster_flags(*part, &args);
-        let cluster = DemoCluster::start(args.server.as_deref(), kubeconfig, flags, narrate).await?;
-        let outcome = parts::run_part(*part, &args, &cluster, narrate, &mut results, &mut sections).await;
+        let cluster =
+            DemoCluster::start(args.server.as_deref(), kubeconfig, flags, narrate).await?;
+        let outcome =
+            parts::run_part(*part, &args, &cluster, narrate, &mut results, &mut sections).await;
         cluster.stop().await;
         outcome?;
     }

@@ -66,10 +66,16 @@ pub async fn run_part(
                 rate: args.rate.min(100),
             };
             if narrate {
-                println!("\n== rollout: seed 002's rolling updates, every duration divided by {}", options.speed);
+                println!(
+                    "\n== rollout: seed 002's rolling updates, every duration divided by {}",
+                    options.speed
+                );
             }
             let runs = rollout::run(client, "default", &options, narrate).await?;
-            results.insert("rollout".into(), json!({"speed": options.speed, "runs": runs}));
+            results.insert(
+                "rollout".into(),
+                json!({"speed": options.speed, "runs": runs}),
+            );
             for run in runs {
                 sections.push(Section {
                     title: format!("rollout: {}", run.name),
@@ -138,7 +144,11 @@ async fn race_part(
             variant.failed,
             per_consumer.join(", ")
         );
-        let names: Vec<String> = variant.outcomes.iter().map(|(n, _)| format!("via {n}")).collect();
+        let names: Vec<String> = variant
+            .outcomes
+            .iter()
+            .map(|(n, _)| format!("via {n}"))
+            .collect();
         let series: Vec<report::Series<'_>> = names
             .iter()
             .zip(&variant.outcomes)

@@ -137,7 +137,11 @@ async fn run_variant(
         pods.create(&pod.build()).await?;
     }
     wait_until_routed(&mut observer, options.replicas).await?;
-    let mut paths = vec![Path { name: "proxy", target, host: "demo".into() }];
+    let mut paths = vec![Path {
+        name: "proxy",
+        target,
+        host: "demo".into(),
+    }];
     if let Some(addresses) = &options.consumers {
         paths.extend(consumers::expose(client, namespace, app, addresses).await?);
         for path in &paths[1..] {
@@ -148,7 +152,9 @@ async fn run_variant(
         let via: Vec<&str> = paths.iter().map(|p| p.name).collect();
         println!(
             "  {} replicas ready; sending {} requests/s through each of: {}",
-            options.replicas, options.rate, via.join(", ")
+            options.replicas,
+            options.rate,
+            via.join(", ")
         );
     }
 
@@ -167,14 +173,25 @@ async fn run_variant(
     let loads: Vec<_> = paths
         .iter()
         .map(|path| {
-            let run = load::run_to_host(path.target, path.host.clone(), options.rate, started, stop_load.clone(), Default::default());
+            let run = load::run_to_host(
+                path.target,
+                path.host.clone(),
+                options.rate,
+                started,
+                stop_load.clone(),
+                Default::default(),
+            );
             tokio::spawn(run)
         })
         .collect();
     tokio::time::sleep(options.warmup).await; // Steady load before the delete: a duration, not a synchronization.
     if options.consumers.is_some() {
         // Just after the load balancer's batch, so its removal waits a whole period.
-        tokio::time::sleep(consumers::after_next_tick(options.batch_period, Duration::from_millis(100))).await;
+        tokio::time::sleep(consumers::after_next_tick(
+            options.batch_period,
+            Duration::from_millis(100),
+        ))
+        .await;
     }
     let stop_watch = CancellationToken::new();
     let applies = match options.consumers {
@@ -217,7 +234,13 @@ async fn run_variant(
         Some(task) => task.await?,
         None => [None, None],
     };
-    for ((lane, what), at) in [(Lane::Ingress, "ingress"), (Lane::LoadBalancer, "load balancer")].into_iter().zip(applied) {
+    for ((lane, what), at) in [
+        (Lane::Ingress, "ingress"),
+        (Lane::LoadBalancer, "load balancer"),
+    ]
+    .into_iter()
+    .zip(applied)
+    {
         if let Some(at) = at {
             timeline.add(lane, format!("{what} applied the removal"), at);
         }
@@ -264,7 +287,10 @@ fn summarize(name: String, timeline: Timeline, outcomes: Vec<(String, Vec<Outcom
         .iter()
         .map(|(consumer, list)| consumers::result(consumer, list, applied(consumer)))
         .collect();
-    let all: Vec<Outcome> = outcomes.iter().flat_map(|(_, list)| list.iter().cloned()).collect();
+    let all: Vec<Outcome> = outcomes
+        .iter()
+        .flat_map(|(_, list)| list.iter().cloned())
+        .collect();
     Variant {
         name,
         requests: all.len(),

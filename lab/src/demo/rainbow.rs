@@ -92,7 +92,12 @@ struct Timing {
 }
 
 /// Runs the rolling update, then the rainbow deployment.
-pub async fn run(client: &Client, namespace: &str, options: &RainbowOptions, narrate: bool) -> crate::Result<RainbowResult> {
+pub async fn run(
+    client: &Client,
+    namespace: &str,
+    options: &RainbowOptions,
+    narrate: bool,
+) -> crate::Result<RainbowResult> {
     let Some(ingress) = options.ingress else {
         crate::error::bail!("the rainbow demo needs the ingress controller of a private cluster (leave out --server)");
     };
@@ -103,9 +108,20 @@ pub async fn run(client: &Client, namespace: &str, options: &RainbowOptions, nar
         ready_after: scaled(2.0),
         grace_seconds: (30.0 / options.speed).ceil() as i64 + 1,
     };
-    let ctx = Ctx { client, namespace, options, timing: &timing, ingress, narrate };
+    let ctx = Ctx {
+        client,
+        namespace,
+        options,
+        timing: &timing,
+        ingress,
+        narrate,
+    };
     if narrate {
-        println!("\n  rolling update: streams of {:.1} s, old pods serve {:.1} s after SIGTERM", timing.stream.as_secs_f64(), timing.shutdown.as_secs_f64());
+        println!(
+            "\n  rolling update: streams of {:.1} s, old pods serve {:.1} s after SIGTERM",
+            timing.stream.as_secs_f64(),
+            timing.shutdown.as_secs_f64()
+        );
     }
     let rolling = ctx.rolling().await?;
     if narrate {
@@ -116,7 +132,12 @@ pub async fn run(client: &Client, namespace: &str, options: &RainbowOptions, nar
     if narrate {
         print_outcome(&rainbow);
     }
-    Ok(RainbowResult { stream_ms: ms(timing.stream), shutdown_ms: ms(timing.shutdown), rolling, rainbow })
+    Ok(RainbowResult {
+        stream_ms: ms(timing.stream),
+        shutdown_ms: ms(timing.shutdown),
+        rolling,
+        rainbow,
+    })
 }
 
 struct Ctx<'a> {
@@ -147,35 +168,59 @@ impl Ctx<'_> {
     /// A Service and an Ingress for host `APP.demo` selecting `selector`.
     async fn expose(&self, app: &str, selector: &[(&str, &str)]) -> crate::Result<String> {
         let services = Api::<Service>::namespaced(self.client.clone(), self.namespace);
-        services.create(&manifests::service_of_type(app, selector, "ClusterIP")).await?;
+        services
+            .create(&manifests::service_of_type(app, selector, "ClusterIP"))
+            .await?;
         let host = format!("{app}.demo");
         let ingress = json!({
             "apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": app},
             "spec": {"rules": [{"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix",
                 "backend": {"service": {"name": app, "port": {"number": manifests::PORT}}}}]}}]},
         });
-        Api::<Ingress>::namespaced(self.client.clone(), self.namespace).create(&serde_json::from_value(ingress)?).await?;
+        Api::<Ingress>::namespaced(self.client.clone(), self.namespace)
+            .create(&serde_json::from_value(ingress)?)
+            .await?;
         Ok(host)
     }
 
     async fn unexpose(&self, app: &str) -> crate::Result<()> {
-        Api::<Ingress>::namespaced(self.client.clone(), self.namespace).delete(app, &DeleteParams::default()).await?;
-        Api::<Service>::namespaced(self.client.clone(), self.namespace).delete(app, &DeleteParams::default()).await?;
+        Api::<Ingress>::namespaced(self.client.clone(), self.namespace)
+            .delete(app, &DeleteParams::default())
+            .await?;
+        Api::<Service>::namespaced(self.client.clone(), self.namespace)
+            .delete(app, &DeleteParams::default())
+            .await?;
         Ok(())
     }
 
     /// Starts the clients once the ingress answers for `host`, and waits until every one holds a
     /// stream open.
-    async fn connect(&self, host: &str, started: Instant, stop: CancellationToken) -> crate::Result<(streams::Open, tokio::task::JoinHandle<Vec<StreamEnd>>)> {
+    async fn connect(
+        &self,
+        host: &str,
+        started: Instant,
+        stop: CancellationToken,
+    ) -> crate::Result<(streams::Open, tokio::task::JoinHandle<Vec<StreamEnd>>)> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         while load::run_once_to(self.ingress, host).await.is_err() {
-            crate::error::ensure!(tokio::time::Instant::now() < deadline, "the ingress did not route {host} within 30 s");
+            crate::error::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "the ingress did not route {host} within 30 s"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await; // A poll interval.
         }
-        let clients = Clients { target: self.ingress, host: host.to_string(), count: self.options.connections, duration: self.timing.stream };
+        let clients = Clients {
+            target: self.ingress,
+            host: host.to_string(),
+            count: self.options.connections,
+            duration: self.timing.stream,
+        };
         let (open, ends) = streams::start(&clients, started, stop);
         while open.lock().unwrap_or_else(|p| p.into_inner()).len() < self.options.connections {
-            crate::error::ensure!(tokio::time::Instant::now() < deadline, "the streams did not open within 30 s");
+            crate::error::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "the streams did not open within 30 s"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await; // A poll interval.
         }
         Ok((open, ends))
@@ -187,9 +232,19 @@ impl Ctx<'_> {
         let replicas = self.options.replicas;
         let mut watch = PodWatch::start(self.client, self.namespace, &format!("app={app}")).await?;
         let host = self.expose(app, &[("app", app)]).await?;
-        let deployment = manifests::deployment(app, &[("app", app)], replicas, "nginx:1.18", &self.template(app));
+        let deployment = manifests::deployment(
+            app,
+            &[("app", app)],
+            replicas,
+            "nginx:1.18",
+            &self.template(app),
+        );
         self.deployments().create(&deployment).await?;
-        watch.until(Duration::from_secs(90), "the replicas to be Ready", |c| c.current().count(0, State::Ready) == replicas).await?;
+        watch
+            .until(Duration::from_secs(90), "the replicas to be Ready", |c| {
+                c.current().count(0, State::Ready) == replicas
+            })
+            .await?;
         let started = Instant::now();
         let stop = CancellationToken::new();
         let (_open, ends) = self.connect(&host, started, stop.clone()).await?;
@@ -201,11 +256,19 @@ impl Ctx<'_> {
         let tally = Tally::default();
         let bound = Duration::from_secs(120) + self.timing.shutdown * 2;
         watch
-            .until_live(bound, "the rolling update to finish", &mut live, &tally, |census, _| {
-                let now = census.current();
-                let new_ready: usize = (1..census.groups.len()).map(|g| now.count(g, State::Ready)).sum();
-                new_ready == replicas && census.remaining(&census.groups[0]) == 0
-            })
+            .until_live(
+                bound,
+                "the rolling update to finish",
+                &mut live,
+                &tally,
+                |census, _| {
+                    let now = census.current();
+                    let new_ready: usize = (1..census.groups.len())
+                        .map(|g| now.count(g, State::Ready))
+                        .sum();
+                    new_ready == replicas && census.remaining(&census.groups[0]) == 0
+                },
+            )
             .await?;
         let finished_ms = ms(started.elapsed()) - update_ms;
         stop.cancel();
@@ -213,7 +276,14 @@ impl Ctx<'_> {
         live.finish(&watch.census, ms(started.elapsed()), "");
         self.unexpose(app).await?;
         rollout::cleanup_deployment(self.client, self.namespace, app, "app=rolling").await?;
-        Ok(outcome("rolling update", &watch, 1, update_ms, finished_ms, ends))
+        Ok(outcome(
+            "rolling update",
+            &watch,
+            1,
+            update_ms,
+            finished_ms,
+            ends,
+        ))
     }
 
     /// The rainbow deployment: blue, then green beside it, the Service switched, blue drained
@@ -222,40 +292,87 @@ impl Ctx<'_> {
         let app = "rainbow";
         let replicas = self.options.replicas;
         let mut watch = PodWatch::start(self.client, self.namespace, &format!("app={app}")).await?;
-        let host = self.expose(app, &[("app", app), ("release", "blue")]).await?;
-        let blue = manifests::deployment("rainbow-blue", &[("app", app), ("release", "blue")], replicas, "nginx:1.18", &self.template(app));
+        let host = self
+            .expose(app, &[("app", app), ("release", "blue")])
+            .await?;
+        let blue = manifests::deployment(
+            "rainbow-blue",
+            &[("app", app), ("release", "blue")],
+            replicas,
+            "nginx:1.18",
+            &self.template(app),
+        );
         self.deployments().create(&blue).await?;
-        watch.until(Duration::from_secs(90), "blue to be Ready", |c| c.current().count(0, State::Ready) == replicas).await?;
+        watch
+            .until(Duration::from_secs(90), "blue to be Ready", |c| {
+                c.current().count(0, State::Ready) == replicas
+            })
+            .await?;
         let started = Instant::now();
         let stop = CancellationToken::new();
         let (open, ends) = self.connect(&host, started, stop.clone()).await?;
         watch.restart(started);
         let update_ms = ms(started.elapsed());
-        let green = manifests::deployment("rainbow-green", &[("app", app), ("release", "green")], replicas, "nginx:1.19", &self.template(app));
+        let green = manifests::deployment(
+            "rainbow-green",
+            &[("app", app), ("release", "green")],
+            replicas,
+            "nginx:1.19",
+            &self.template(app),
+        );
         self.deployments().create(&green).await?;
         let mut live = LiveView::new(self.narrate);
         let tally = Tally::default();
         watch
-            .until_live(Duration::from_secs(90), "green to be Ready", &mut live, &tally, |c, _| {
-                c.groups.len() > 1 && c.current().count(1, State::Ready) == replicas
-            })
+            .until_live(
+                Duration::from_secs(90),
+                "green to be Ready",
+                &mut live,
+                &tally,
+                |c, _| c.groups.len() > 1 && c.current().count(1, State::Ready) == replicas,
+            )
             .await?;
         let services = Api::<Service>::namespaced(self.client.clone(), self.namespace);
-        services.patch(app, &Patch::Merge(json!({"spec": {"selector": {"release": "green"}}}))).await?;
+        services
+            .patch(
+                app,
+                &Patch::Merge(json!({"spec": {"selector": {"release": "green"}}})),
+            )
+            .await?;
         if self.narrate {
-            println!("    switched the Service to release=green; waiting for blue's streams to end");
+            println!(
+                "    switched the Service to release=green; waiting for blue's streams to end"
+            );
         }
         let drain_bound = self.timing.stream + Duration::from_secs(30);
         let deadline = tokio::time::Instant::now() + drain_bound;
         while streams::open_on(&open, "rainbow-blue-") > 0 {
-            crate::error::ensure!(tokio::time::Instant::now() < deadline, "blue's streams did not drain within {drain_bound:?}");
+            crate::error::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "blue's streams did not drain within {drain_bound:?}"
+            );
             // Follow the pods for 200 ms (the wait ends by its bound), then look at the streams again.
             let bound = Duration::from_millis(200);
-            let _ = watch.until_live(bound, "", &mut live, &tally, |_, _| false).await;
+            let _ = watch
+                .until_live(bound, "", &mut live, &tally, |_, _| false)
+                .await;
         }
-        self.deployments().patch("rainbow-blue", &Patch::Merge(json!({"spec": {"replicas": 0}}))).await?;
+        self.deployments()
+            .patch(
+                "rainbow-blue",
+                &Patch::Merge(json!({"spec": {"replicas": 0}})),
+            )
+            .await?;
         let bound = Duration::from_secs(60) + self.timing.shutdown * 2;
-        watch.until_live(bound, "blue's pods to be gone", &mut live, &tally, |c, _| c.remaining(&c.groups[0]) == 0).await?;
+        watch
+            .until_live(
+                bound,
+                "blue's pods to be gone",
+                &mut live,
+                &tally,
+                |c, _| c.remaining(&c.groups[0]) == 0,
+            )
+            .await?;
         let finished_ms = ms(started.elapsed()) - update_ms;
         stop.cancel();
         let ends = ends.await?;
@@ -263,14 +380,34 @@ impl Ctx<'_> {
         self.unexpose(app).await?;
         for release in ["blue", "green"] {
             let selector = format!("app={app},release={release}");
-            rollout::cleanup_deployment(self.client, self.namespace, &format!("{app}-{release}"), &selector).await?;
+            rollout::cleanup_deployment(
+                self.client,
+                self.namespace,
+                &format!("{app}-{release}"),
+                &selector,
+            )
+            .await?;
         }
-        Ok(outcome("rainbow deployment", &watch, 1, update_ms, finished_ms, ends))
+        Ok(outcome(
+            "rainbow deployment",
+            &watch,
+            1,
+            update_ms,
+            finished_ms,
+            ends,
+        ))
     }
 }
 
 /// The figures of one strategy; times moved to "ms after the update".
-fn outcome(strategy: &str, watch: &PodWatch, old_groups: usize, update_ms: f64, finished_ms: f64, mut ends: Vec<StreamEnd>) -> Outcome {
+fn outcome(
+    strategy: &str,
+    watch: &PodWatch,
+    old_groups: usize,
+    update_ms: f64,
+    finished_ms: f64,
+    mut ends: Vec<StreamEnd>,
+) -> Outcome {
     for end in &mut ends {
         end.opened_ms -= update_ms;
         end.ended_ms -= update_ms;
@@ -279,7 +416,11 @@ fn outcome(strategy: &str, watch: &PodWatch, old_groups: usize, update_ms: f64, 
     for sample in &mut samples {
         sample.t_ms -= update_ms;
     }
-    let peak = watch.census.peak().map(|s| rollout::peak_of(s, old_groups, update_ms)).unwrap_or_default();
+    let peak = watch
+        .census
+        .peak()
+        .map(|s| rollout::peak_of(s, old_groups, update_ms))
+        .unwrap_or_default();
     Outcome {
         strategy: strategy.to_string(),
         streams: ends.len(),
@@ -304,11 +445,29 @@ fn print_outcome(outcome: &Outcome) {
 /// wide enough.
 pub fn sections(result: &RainbowResult) -> Vec<Section> {
     let row = |o: &Outcome| {
-        format!("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} s</td></tr>", o.strategy, o.streams, o.completed, o.connections_cut, o.peak.pods, o.finished_ms / 1000.0)
+        format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} s</td></tr>",
+            o.strategy,
+            o.streams,
+            o.completed,
+            o.connections_cut,
+            o.peak.pods,
+            o.finished_ms / 1000.0
+        )
     };
     let chart_of = |o: &Outcome| {
         let outcomes: Vec<load::Outcome> = o.ends.iter().map(StreamEnd::as_outcome).collect();
-        format!("<div class=\"side\"><h3>{}</h3>{}</div>", o.strategy, chart::svg(&o.groups, &o.samples, &outcomes, o.finished_ms + 500.0, "connections ended|cut"))
+        format!(
+            "<div class=\"side\"><h3>{}</h3>{}</div>",
+            o.strategy,
+            chart::svg(
+                &o.groups,
+                &o.samples,
+                &outcomes,
+                o.finished_ms + 500.0,
+                "connections ended|cut"
+            )
+        )
     };
     let html = format!(
         "<table class=\"figures\"><tr><th>strategy</th><th>streams ended</th><th>ran to the end</th><th>cut</th><th>peak pods</th><th>old pods gone after</th></tr>{}{}</table><div class=\"sides\">{}{}</div>",

@@ -123,13 +123,15 @@ fn label_text(mark: &super::timeline::Mark) -> String {
 
 /// The SVG of a timeline: lanes with their marks, then one row of request bars per series.
 pub fn timeline_svg(timeline: &Timeline, series: &[Series<'_>]) -> String {
-    let series: Vec<Series<'_>> = series.iter().copied().filter(|(_, o)| !o.is_empty()).collect();
+    let series: Vec<Series<'_>> = series
+        .iter()
+        .copied()
+        .filter(|(_, o)| !o.is_empty())
+        .collect();
     let lanes: Vec<Lane> = Lane::ALL
         .iter()
         .copied()
-        .filter(|lane| {
-            timeline.marks.iter().any(|mark| mark.component == *lane)
-        })
+        .filter(|lane| timeline.marks.iter().any(|mark| mark.component == *lane))
         .collect();
     let (start, end) = time_range(timeline, &series);
     let scale = Scale { start, end };
@@ -212,11 +214,11 @@ impl Scale {
 
 /// The time span to draw: every mark and every request, with a little margin.
 fn time_range(timeline: &Timeline, series: &[Series<'_>]) -> (f64, f64) {
-    let times = timeline
-        .marks
-        .iter()
-        .map(|mark| mark.t_ms)
-        .chain(series.iter().flat_map(|(_, o)| o.iter().map(|outcome| outcome.t_ms)));
+    let times = timeline.marks.iter().map(|mark| mark.t_ms).chain(
+        series
+            .iter()
+            .flat_map(|(_, o)| o.iter().map(|outcome| outcome.t_ms)),
+    );
     let (low, high) = times.fold((f64::MAX, f64::MIN), |(low, high), t| {
         (low.min(t), high.max(t))
     });

@@ -91,6 +91,8 @@ pub struct RolloutRun {
     pub requests: usize,
     /// Requests that failed.
     pub failed: usize,
+    /// Why they failed, and when (ms after the update), the first ten.
+    pub failures: Vec<(f64, String)>,
     /// The ReplicaSets, old first.
     #[serde(skip)]
     pub groups: Vec<String>,
@@ -112,7 +114,11 @@ pub async fn run(
     let scaled = |seconds: f64| Duration::from_secs_f64(seconds / options.speed);
     let runs = [
         (options.replicas, Shutdown::Drain(scaled(20.0)), 30.0),
-        (options.large_replicas, Shutdown::PreStop(scaled(120.0)), 180.0),
+        (
+            options.large_replicas,
+            Shutdown::PreStop(scaled(120.0)),
+            180.0,
+        ),
     ];
     let mut results = Vec::new();
     for (i, (replicas, shutdown, grace)) in runs.into_iter().enumerate() {
@@ -121,7 +127,11 @@ pub async fn run(
             Shutdown::PreStop(d) => format!("{replicas} replicas, {} preStop", secs(d)),
         };
         if narrate {
-            println!("\n  run {}: {name}, {} to be ready", i + 1, secs(scaled(2.0)));
+            println!(
+                "\n  run {}: {name}, {} to be ready",
+                i + 1,
+                secs(scaled(2.0))
+            );
         }
         let app = format!("rollout-{}", i + 1);
         let spec = RunSpec {
@@ -181,7 +191,8 @@ async fn run_one(
     let mut watch = PodWatch::start(client, namespace, &format!("app={app}")).await?;
     let service = services.create(&manifests::service(app, app)).await?;
     let labels = [("app", app)];
-    let deployment = manifests::deployment(app, &labels, spec.replicas, "nginx:1.18", &spec.template());
+    let deployment =
+        manifests::deployment(app, &labels, spec.replicas, "nginx:1.18", &spec.template());
     deployments.create(&deployment).await?;
     let ready_timeout = Duration::from_secs(60) + spec.ready_after * spec.replicas as u32;
     watch
@@ -191,14 +202,23 @@ async fn run_one(
         .await?;
     let target = cluster_target(&service)?;
     if narrate {
-        println!("  {} replicas Ready behind {target}; sending {rate} requests/s", spec.replicas);
+        println!(
+            "  {} replicas Ready behind {target}; sending {rate} requests/s",
+            spec.replicas
+        );
     }
 
     let tally = Arc::new(Tally::default());
     let stop_load = CancellationToken::new();
     let started = Instant::now();
     watch.restart(started);
-    let load = tokio::spawn(load::run_tallied(target, rate, started, stop_load.clone(), tally.clone()));
+    let load = tokio::spawn(load::run_tallied(
+        target,
+        rate,
+        started,
+        stop_load.clone(),
+        tally.clone(),
+    ));
     tokio::time::sleep(Duration::from_millis(500)).await; // Steady load first: a duration, not a synchronization.
 
     let update_ms = ms_since(started);
@@ -209,15 +229,26 @@ async fn run_one(
     let mut rolled_ms = None;
     let bound = ready_timeout + Duration::from_secs(spec.grace_seconds as u64 + 60);
     watch
-        .until_live(bound, "the rollout to finish", &mut live, &tally, |census, t_ms| {
-            let now = census.current();
-            let new_ready: usize = (old_groups..census.groups.len()).map(|g| now.count(g, State::Ready)).sum();
-            if new_ready == spec.replicas && rolled_ms.is_none() {
-                rolled_ms = Some(t_ms);
-            }
-            let old_left: usize = census.groups[..old_groups].iter().map(|g| census.remaining(g)).sum();
-            rolled_ms.is_some() && old_left == 0
-        })
+        .until_live(
+            bound,
+            "the rollout to finish",
+            &mut live,
+            &tally,
+            |census, t_ms| {
+                let now = census.current();
+                let new_ready: usize = (old_groups..census.groups.len())
+                    .map(|g| now.count(g, State::Ready))
+                    .sum();
+                if new_ready == spec.replicas && rolled_ms.is_none() {
+                    rolled_ms = Some(t_ms);
+                }
+                let old_left: usize = census.groups[..old_groups]
+                    .iter()
+                    .map(|g| census.remaining(g))
+                    .sum();
+                rolled_ms.is_some() && old_left == 0
+            },
+        )
         .await?;
     let finished_ms = ms_since(started);
     tokio::time::sleep(Duration::from_millis(500)).await; // A last half second of load.
@@ -251,8 +282,16 @@ fn summarize(
     for outcome in &mut outcomes {
         outcome.t_ms -= update_ms;
     }
-    let peak = census.peak().map(|s| peak_of(s, old_groups, update_ms)).unwrap_or_default();
+    let peak = census
+        .peak()
+        .map(|s| peak_of(s, old_groups, update_ms))
+        .unwrap_or_default();
     let failed = outcomes.iter().filter(|o| !o.ok()).count();
+    let failures = outcomes
+        .iter()
+        .filter_map(|o| Some((o.t_ms, o.error.clone()?)))
+        .take(10)
+        .collect();
     let mut groups = census.groups.clone();
     for (i, group) in groups.iter_mut().enumerate() {
         group.push_str(if i < old_groups { " (old)" } else { " (new)" });
@@ -265,6 +304,7 @@ fn summarize(
         finished_ms: 0.0,
         requests: outcomes.len(),
         failed,
+        failures,
         groups,
         samples,
         outcomes,
@@ -273,7 +313,11 @@ fn summarize(
 
 /// The figures of the peak sample; groups before `old_groups` are the old ReplicaSets.
 pub fn peak_of(sample: &Sample, old_groups: usize, origin_ms: f64) -> Peak {
-    let mut peak = Peak { pods: sample.total(), at_ms: sample.t_ms - origin_ms, ..Peak::default() };
+    let mut peak = Peak {
+        pods: sample.total(),
+        at_ms: sample.t_ms - origin_ms,
+        ..Peak::default()
+    };
     for (&(group, state), &count) in &sample.counts {
         if group < old_groups {
             peak.old += count;
@@ -295,7 +339,11 @@ pub fn peak_of(sample: &Sample, old_groups: usize, origin_ms: f64) -> Peak {
 
 /// `clusterIP:PORT` of a created Service.
 pub fn cluster_target(service: &Service) -> crate::Result<SocketAddr> {
-    let ip = service.spec.as_ref().and_then(|s| s.cluster_ip.clone()).unwrap_or_default();
+    let ip = service
+        .spec
+        .as_ref()
+        .and_then(|s| s.cluster_ip.clone())
+        .unwrap_or_default();
     Ok(format!("{ip}:{}", manifests::PORT).parse()?)
 }
 
@@ -309,11 +357,22 @@ async fn cleanup(client: &Client, namespace: &str, app: &str) -> crate::Result<(
 
 /// Removes a Deployment without waiting out its pods' shutdown: scaled to 0, its pods (those of
 /// `selector`) deleted with grace 0, then the Deployment itself.
-pub async fn cleanup_deployment(client: &Client, namespace: &str, name: &str, selector: &str) -> crate::Result<()> {
+pub async fn cleanup_deployment(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    selector: &str,
+) -> crate::Result<()> {
     let deployments = Api::<Deployment>::namespaced(client.clone(), namespace);
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
-    deployments.patch(name, &Patch::Merge(json!({"spec": {"replicas": 0}}))).await?;
-    for pod in pods.list(&ListParams::default().labels(selector)).await?.items {
+    deployments
+        .patch(name, &Patch::Merge(json!({"spec": {"replicas": 0}})))
+        .await?;
+    for pod in pods
+        .list(&ListParams::default().labels(selector))
+        .await?
+        .items
+    {
         let pod_name = pod.metadata.name.unwrap_or_default();
         // Already gone is fine: the ReplicaSet controller may have been first.
         let _ = pods.delete(&pod_name, &DeleteParams::grace(0)).await;
@@ -332,7 +391,11 @@ pub struct PodWatch {
 
 impl PodWatch {
     /// Lists the pods of `selector` and watches them from there.
-    pub async fn start(client: &Client, namespace: &str, selector: &str) -> crate::Result<PodWatch> {
+    pub async fn start(
+        client: &Client,
+        namespace: &str,
+        selector: &str,
+    ) -> crate::Result<PodWatch> {
         let api = Api::<Pod>::namespaced(client.clone(), namespace);
         let params = ListParams::default().labels(selector);
         let list = api.list(&params).await?;
@@ -342,7 +405,11 @@ impl PodWatch {
         for pod in &list.items {
             census.apply(pod, 0.0);
         }
-        Ok(PodWatch { stream, origin: Instant::now(), census })
+        Ok(PodWatch {
+            stream,
+            origin: Instant::now(),
+            census,
+        })
     }
 
     /// Counts time from `origin` on; the samples so far collapse into one at 0.
@@ -362,7 +429,10 @@ impl PodWatch {
     ) -> crate::Result<()> {
         let mut live = LiveView::new(false);
         let tally = Tally::default();
-        self.until_live(bound, waiting_for, &mut live, &tally, |census, _| done(census)).await
+        self.until_live(bound, waiting_for, &mut live, &tally, |census, _| {
+            done(census)
+        })
+        .await
     }
 
     /// Applies events, redrawing `live`, until `done(census, t_ms)` holds.
@@ -418,7 +488,9 @@ fn print_run(run: &RolloutRun) {
         peak.ready,
         peak.terminating
     );
-    let rolled = run.rolled_ms.map_or("-".to_string(), |t| format!("+{:.1} s", t / 1000.0));
+    let rolled = run
+        .rolled_ms
+        .map_or("-".to_string(), |t| format!("+{:.1} s", t / 1000.0));
     println!(
         "  every new pod Ready at {rolled}, last old pod gone at +{:.1} s; {} requests, {} failed",
         run.finished_ms / 1000.0,

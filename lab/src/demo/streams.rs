@@ -81,7 +81,9 @@ pub fn start(
         .unwrap_or_default();
     let tasks: Vec<_> = (0..clients.count)
         .map(|i| {
-            let first = clients.duration.mul_f64((i + 1) as f64 / clients.count as f64);
+            let first = clients
+                .duration
+                .mul_f64((i + 1) as f64 / clients.count as f64);
             let client = Client {
                 id: i,
                 http: http.clone(),
@@ -115,7 +117,12 @@ struct Client {
 
 impl Client {
     /// Streams one after another until `stop`.
-    async fn run(self, first: Duration, duration: Duration, stop: CancellationToken) -> Vec<StreamEnd> {
+    async fn run(
+        self,
+        first: Duration,
+        duration: Duration,
+        stop: CancellationToken,
+    ) -> Vec<StreamEnd> {
         let mut ends = Vec::new();
         let mut length = first;
         while !stop.is_cancelled() {
@@ -125,9 +132,18 @@ impl Client {
                 _ = stop.cancelled() => None,
                 outcome = self.stream(length, &mut pod) => Some(outcome),
             };
-            self.open.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
+            self.open
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&self.id);
             let Some(outcome) = outcome else { break };
-            let end = StreamEnd { opened_ms, ended_ms: self.ms(), pod, completed: outcome.is_ok(), error: outcome.err() };
+            let end = StreamEnd {
+                opened_ms,
+                ended_ms: self.ms(),
+                pod,
+                completed: outcome.is_ok(),
+                error: outcome.err(),
+            };
             if !end.completed {
                 // A refused or cut client retries after a moment, as a browser does.
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -159,7 +175,10 @@ impl Client {
             if pod.is_none() {
                 if let Some((name, _)) = text.split_once(' ') {
                     *pod = Some(name.to_string());
-                    self.open.lock().unwrap_or_else(|p| p.into_inner()).insert(self.id, name.to_string());
+                    self.open
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(self.id, name.to_string());
                 }
             }
             if text.ends_with("done\n") {
