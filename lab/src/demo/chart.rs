@@ -31,21 +31,35 @@ pub fn svg(
     end_ms: f64,
     what: &str,
 ) -> String {
+    svg_sized(WIDTH, groups, samples, outcomes, end_ms, what)
+}
+
+/// [`svg`] drawn `width` units wide (a narrower chart scales down less beside another one).
+pub fn svg_sized(
+    width: f64,
+    groups: &[String],
+    samples: &[Sample],
+    outcomes: &[Outcome],
+    end_ms: f64,
+    what: &str,
+) -> String {
     let start = samples.first().map_or(0.0, |s| s.t_ms).min(0.0);
     let end = end_ms.max(start + 1000.0);
-    let x = |t: f64| LEFT + (t - start) / (end - start) * (WIDTH - LEFT - RIGHT);
+    let x = |t: f64| LEFT + (t - start) / (end - start) * (width - LEFT - RIGHT);
     let most = samples.iter().map(Sample::total).max().unwrap_or(1).max(1) as f64;
-    let y = |pods: f64| TOP + AREA - pods / most * AREA;
-    let height = TOP + AREA + 40.0 + BARS + 40.0;
-    let mut out = String::new();
-    let _ = writeln!(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {height}\" width=\"100%\" style=\"max-width:{WIDTH}px\" class=\"chart\">");
-    out.push_str("<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#fed7d7\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#e53e3e\" stroke-width=\"3\"/></pattern></defs>\n");
     // Layers bottom to top: each group's states, in State::ALL order, those with pods only.
     let layers: Vec<(usize, State)> = (0..groups.len())
         .flat_map(|g| State::ALL.iter().map(move |s| (g, *s)))
         .filter(|&(g, s)| samples.iter().any(|sample| sample.count(g, s) > 0))
         .collect();
-    legend(&mut out, groups, &layers);
+    let mut key = String::new();
+    let top = legend(&mut key, width, groups, &layers) + TOP - 16.0;
+    let y = |pods: f64| top + AREA - pods / most * AREA;
+    let height = top + AREA + 40.0 + BARS + 40.0;
+    let mut out = String::new();
+    let _ = writeln!(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" width=\"100%\" style=\"max-width:{width}px\" class=\"chart\">");
+    out.push_str("<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#fed7d7\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#e53e3e\" stroke-width=\"3\"/></pattern></defs>\n");
+    out.push_str(&key);
     let mut below = vec![0usize; samples.len()];
     for &(group, state) in &layers {
         let counts: Vec<usize> = samples.iter().map(|s| s.count(group, state)).collect();
@@ -62,8 +76,8 @@ pub fn svg(
         );
         below = top;
     }
-    y_axis(&mut out, most, &y);
-    let bars_top = TOP + AREA + 40.0;
+    y_axis(&mut out, (width, top), most, &y);
+    let bars_top = top + AREA + 40.0;
     bars(&mut out, (what, outcomes), bars_top, start, end, &x);
     time_axis(&mut out, start, end, height - 18.0, &x);
     out.push_str("</svg>\n");
@@ -116,8 +130,9 @@ fn fill(group: usize, state: State) -> String {
     }
 }
 
-/// One legend entry per drawn layer, in rows that wrap before the right edge.
-fn legend(out: &mut String, groups: &[String], layers: &[(usize, State)]) {
+/// One legend entry per drawn layer, in rows that wrap before the right edge; returns the
+/// baseline of the last row.
+fn legend(out: &mut String, chart_width: f64, groups: &[String], layers: &[(usize, State)]) -> f64 {
     let mut x = LEFT;
     let mut y = 16.0;
     for &(group, state) in layers {
@@ -125,7 +140,7 @@ fn legend(out: &mut String, groups: &[String], layers: &[(usize, State)]) {
         {
             let text = format!("{name} {}", state.name());
             let width = 20.0 + text.chars().count() as f64 * 6.3 + 14.0;
-            if x + width > WIDTH - RIGHT {
+            if x + width > chart_width - RIGHT && x > LEFT {
                 x = LEFT;
                 y += 16.0;
             }
@@ -140,9 +155,10 @@ fn legend(out: &mut String, groups: &[String], layers: &[(usize, State)]) {
             x += width;
         }
     }
+    y
 }
 
-fn y_axis(out: &mut String, most: f64, y: &impl Fn(f64) -> f64) {
+fn y_axis(out: &mut String, (width, top): (f64, f64), most: f64, y: &impl Fn(f64) -> f64) {
     let step = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
         .into_iter()
         .find(|step| most / step <= 6.0)
@@ -150,13 +166,13 @@ fn y_axis(out: &mut String, most: f64, y: &impl Fn(f64) -> f64) {
     let mut pods = 0.0;
     while pods <= most {
         let at = y(pods);
-        let _ = writeln!(out, "<line x1=\"{:.1}\" y1=\"{at:.1}\" x2=\"{:.1}\" y2=\"{at:.1}\" class=\"grid\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"y-label\">{pods}</text>", LEFT, WIDTH - RIGHT, LEFT - 6.0, at + 4.0);
+        let _ = writeln!(out, "<line x1=\"{:.1}\" y1=\"{at:.1}\" x2=\"{:.1}\" y2=\"{at:.1}\" class=\"grid\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"y-label\">{pods}</text>", LEFT, width - RIGHT, LEFT - 6.0, at + 4.0);
         pods += step;
     }
     let _ = writeln!(
         out,
         "<text x=\"8\" y=\"{:.1}\" class=\"lane-name\">pods</text>",
-        TOP - 6.0
+        top - 6.0
     );
 }
 

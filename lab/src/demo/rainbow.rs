@@ -460,7 +460,8 @@ pub fn sections(result: &RainbowResult) -> Vec<Section> {
         format!(
             "<div class=\"side\"><h3>{}</h3>{}</div>",
             o.strategy,
-            chart::svg(
+            chart::svg_sized(
+                640.0,
                 &o.groups,
                 &o.samples,
                 &outcomes,
