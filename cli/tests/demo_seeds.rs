@@ -77,7 +77,7 @@ fn rainbow_cuts_no_connection_where_a_rolling_update_cuts_some() {
     let results = demo(&[
         "rainbow",
         "--speed",
-        "8",
+        "16",
         "--replicas",
         "2",
         "--connections",
