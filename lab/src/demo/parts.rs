@@ -11,7 +11,9 @@ use serde_json::json;
 
 use super::cluster::{DemoCluster, Flags};
 use super::report::{self, Section};
-use super::{chart, create, hooks, predict, race, rainbow, rollout, DemoOptions, Part};
+use super::{
+    chart, create, hooks, predict, race, rainbow, rainbow_report, rollout, DemoOptions, Part,
+};
 
 /// The flags a part's private cluster runs with: the race's slow, non-retrying proxy, quick
 /// ingress and batched load balancer; defaults otherwise.
@@ -99,7 +101,7 @@ pub async fn run_part(
             }
             let result = rainbow::run(client, "default", &options, narrate).await?;
             results.insert("rainbow".into(), serde_json::to_value(&result)?);
-            sections.extend(rainbow::sections(&result));
+            sections.extend(rainbow_report::sections(&result));
         }
     }
     Ok(())

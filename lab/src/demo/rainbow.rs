@@ -26,11 +26,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::census::{Sample, State};
-use super::chart;
 use super::live::LiveView;
 use super::load::{self, Tally};
 use super::manifests::{self, WebPod};
-use super::report::Section;
 use super::rollout::{self, Peak, PodWatch};
 use super::streams::{self, Clients, StreamEnd};
 
@@ -63,11 +61,11 @@ pub struct Outcome {
     /// From the update (or the switch) to the last old pod gone, ms.
     pub finished_ms: f64,
     #[serde(skip)]
-    groups: Vec<String>,
+    pub(super) groups: Vec<String>,
     #[serde(skip)]
-    samples: Vec<Sample>,
+    pub(super) samples: Vec<Sample>,
     #[serde(skip)]
-    ends: Vec<StreamEnd>,
+    pub(super) ends: Vec<StreamEnd>,
 }
 
 /// Both outcomes.
@@ -439,49 +437,6 @@ fn print_outcome(outcome: &Outcome) {
         "  {}: {} streams ended, {} ran to the end, {} cut; peak {} pods; old pods gone +{:.1} s after the update",
         outcome.strategy, outcome.streams, outcome.completed, outcome.connections_cut, outcome.peak.pods, outcome.finished_ms / 1000.0
     );
-}
-
-/// The report: a table of both outcomes, then each one's chart, side by side when the page is
-/// wide enough.
-pub fn sections(result: &RainbowResult) -> Vec<Section> {
-    let row = |o: &Outcome| {
-        format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} s</td></tr>",
-            o.strategy,
-            o.streams,
-            o.completed,
-            o.connections_cut,
-            o.peak.pods,
-            o.finished_ms / 1000.0
-        )
-    };
-    let chart_of = |o: &Outcome| {
-        let outcomes: Vec<load::Outcome> = o.ends.iter().map(StreamEnd::as_outcome).collect();
-        format!(
-            "<div class=\"side\"><h3>{}</h3>{}</div>",
-            o.strategy,
-            chart::svg_sized(
-                640.0,
-                &o.groups,
-                &o.samples,
-                &outcomes,
-                o.finished_ms + 500.0,
-                "connections ended|cut"
-            )
-        )
-    };
-    let html = format!(
-        "<table class=\"figures\"><tr><th>strategy</th><th>streams ended</th><th>ran to the end</th><th>cut</th><th>peak pods</th><th>old pods gone after</th></tr>{}{}</table><div class=\"sides\">{}{}</div>",
-        row(&result.rolling), row(&result.rainbow), chart_of(&result.rolling), chart_of(&result.rainbow)
-    );
-    vec![Section {
-        title: "rainbow: long-lived connections, rolling update vs rainbow deployment".into(),
-        caption: format!(
-            "Streams of {:.1} s through the ingress; old pods keep serving {:.1} s after SIGTERM. Times after the update (rolling) or after green was created (rainbow).",
-            result.stream_ms / 1000.0, result.shutdown_ms / 1000.0
-        ),
-        svg: html,
-    }]
 }
 
 fn ms(duration: Duration) -> f64 {

@@ -19,19 +19,20 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::stream::{BoxStream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use minik_api::core::{Pod, Service};
-use minik_api::WatchEvent;
 use minik_client::{Api, Client, DeleteParams, ListParams, Patch};
 use serde::Serialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::census::{Census, Sample, State};
+use super::consumers::{self, Path};
 use super::live::LiveView;
 use super::load::{self, Outcome, Tally};
 use super::manifests::{self, WebPod};
+use super::podwatch::ms_since;
+pub use super::podwatch::PodWatch;
 
 /// The knobs of the rollout demo.
 #[derive(Clone, Debug)]
@@ -201,6 +202,21 @@ async fn run_one(
         })
         .await?;
     let target = cluster_target(&service)?;
+    // Ready pods are not yet routed pods: wait until the proxy has sent a request to each.
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+    let names: Vec<String> = pods
+        .list(&ListParams::default().labels(&format!("app={app}")))
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|pod| pod.metadata.name)
+        .collect();
+    let path = Path {
+        name: "proxy",
+        target,
+        host: "demo".into(),
+    };
+    consumers::wait_until_routed(&path, &names).await?;
     if narrate {
         println!(
             "  {} replicas Ready behind {target}; sending {rate} requests/s",
@@ -379,96 +395,6 @@ pub async fn cleanup_deployment(
     }
     deployments.delete(name, &DeleteParams::default()).await?;
     Ok(())
-}
-
-/// A watch on the pods of a label selector, feeding a [`Census`].
-pub struct PodWatch {
-    stream: BoxStream<'static, minik_client::Result<WatchEvent<Pod>>>,
-    origin: Instant,
-    /// The pods seen so far.
-    pub census: Census,
-}
-
-impl PodWatch {
-    /// Lists the pods of `selector` and watches them from there.
-    pub async fn start(
-        client: &Client,
-        namespace: &str,
-        selector: &str,
-    ) -> crate::Result<PodWatch> {
-        let api = Api::<Pod>::namespaced(client.clone(), namespace);
-        let params = ListParams::default().labels(selector);
-        let list = api.list(&params).await?;
-        let version = list.metadata.resource_version.unwrap_or_default();
-        let stream = api.watch(&params.clone().timeout(900), &version).await?;
-        let mut census = Census::default();
-        for pod in &list.items {
-            census.apply(pod, 0.0);
-        }
-        Ok(PodWatch {
-            stream,
-            origin: Instant::now(),
-            census,
-        })
-    }
-
-    /// Counts time from `origin` on; the samples so far collapse into one at 0.
-    pub fn restart(&mut self, origin: Instant) {
-        self.origin = origin;
-        let mut now = self.census.current();
-        now.t_ms = 0.0;
-        self.census.samples = vec![now];
-    }
-
-    /// Applies events until `done(census)` holds.
-    pub async fn until(
-        &mut self,
-        bound: Duration,
-        waiting_for: &str,
-        mut done: impl FnMut(&Census) -> bool,
-    ) -> crate::Result<()> {
-        let mut live = LiveView::new(false);
-        let tally = Tally::default();
-        self.until_live(bound, waiting_for, &mut live, &tally, |census, _| {
-            done(census)
-        })
-        .await
-    }
-
-    /// Applies events, redrawing `live`, until `done(census, t_ms)` holds.
-    pub async fn until_live(
-        &mut self,
-        bound: Duration,
-        waiting_for: &str,
-        live: &mut LiveView,
-        tally: &Tally,
-        mut done: impl FnMut(&Census, f64) -> bool,
-    ) -> crate::Result<()> {
-        let deadline = tokio::time::Instant::now() + bound;
-        let mut redraw = tokio::time::interval(Duration::from_millis(100));
-        while !done(&self.census, ms_since(self.origin)) {
-            tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => {
-                    crate::error::bail!("timed out after {bound:?} waiting for {waiting_for}")
-                }
-                _ = redraw.tick() => live.update(&self.census, ms_since(self.origin), &tally.summary()),
-                event = self.stream.next() => {
-                    let t_ms = ms_since(self.origin);
-                    match event {
-                        Some(Ok(WatchEvent::Added(pod) | WatchEvent::Modified(pod))) => { self.census.apply(&pod, t_ms); }
-                        Some(Ok(WatchEvent::Deleted(pod))) => { self.census.remove(&pod, t_ms); }
-                        Some(_) => {}
-                        None => crate::error::bail!("the pod watch ended while waiting for {waiting_for}"),
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-fn ms_since(origin: Instant) -> f64 {
-    origin.elapsed().as_secs_f64() * 1000.0
 }
 
 fn secs(duration: Duration) -> String {
