@@ -11,10 +11,11 @@ use minik_lab::demo::DemoOptions;
 use super::resources::GlobalFlags;
 use crate::config::resolve;
 
-/// `minik demo [create|race|hooks]`.
+/// `minik demo [create|race|hooks|rollout|rainbow]`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DemoArgs {
-    /// Which part to run; all three when left out.
+    /// Which part to run; create, race and hooks when left out (rollout and rainbow run only when
+    /// named, about a minute each).
     #[arg(value_enum)]
     pub part: Option<Part>,
     /// Use a running cluster instead of starting a private one.
@@ -29,20 +30,37 @@ pub struct DemoArgs {
     /// Where to write the HTML report (default: a file in the system's temp directory).
     #[arg(long)]
     pub report: Option<PathBuf>,
-    /// Replicas behind the race's Service.
-    #[arg(long, default_value_t = 3)]
-    pub replicas: usize,
-    /// Requests per second during the race.
-    #[arg(long, default_value_t = 200)]
+    /// Replicas: behind the race's Service (default 3), of rollout's first run (10), of each
+    /// rainbow release (4).
+    #[arg(long)]
+    pub replicas: Option<usize>,
+    /// Replicas of rollout's second run (seed 002: 40).
+    #[arg(long, default_value_t = 40)]
+    pub large_replicas: usize,
+    /// Long-lived connections the rainbow part holds open.
+    #[arg(long, default_value_t = 20)]
+    pub connections: usize,
+    /// Divide every duration of rollout and rainbow by this (default 4: about a minute each;
+    /// 1 is the seed's real time).
+    #[arg(long)]
+    pub speed: Option<f64>,
+    /// Requests per second during the race (through each consumer) and the rollout.
+    #[arg(long, default_value_t = 100)]
     pub rate: u32,
-    /// How late the proxy applies endpoint changes in the race (the slow consumer).
+    /// How late the proxy applies endpoint changes in the race.
     #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
     pub sync_delay: Duration,
+    /// How late the ingress controller applies endpoint changes in the race.
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    pub ingress_delay: Duration,
+    /// The external load balancer's batch period in the race (the slowest consumer).
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    pub batch_period: Duration,
     /// The hooks part's postStart duration.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub post_start: Duration,
     /// The preStop sleep of the hooks part and of the race's second variant (default: 3 s for
-    /// hooks, the sync delay + 1 s for the race).
+    /// hooks, the slowest consumer's lag + 1 s for the race).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub pre_stop: Option<Duration>,
     /// The hooks part's terminationGracePeriodSeconds (whole seconds).
@@ -62,6 +80,10 @@ pub enum Part {
     Race,
     /// Hooks and grace periods, predicted and measured.
     Hooks,
+    /// Seed 002's rolling updates: old pods Terminating beside new ones.
+    Rollout,
+    /// Long-lived connections: a rolling update, then a rainbow deployment.
+    Rainbow,
 }
 
 impl From<Part> for minik_lab::demo::Part {
@@ -70,6 +92,8 @@ impl From<Part> for minik_lab::demo::Part {
             Part::Create => minik_lab::demo::Part::Create,
             Part::Race => minik_lab::demo::Part::Race,
             Part::Hooks => minik_lab::demo::Part::Hooks,
+            Part::Rollout => minik_lab::demo::Part::Rollout,
+            Part::Rainbow => minik_lab::demo::Part::Rainbow,
         }
     }
 }
@@ -92,8 +116,13 @@ pub async fn demo(args: DemoArgs, flags: &GlobalFlags) -> anyhow::Result<()> {
         quick: args.quick,
         report: args.report,
         replicas: args.replicas,
+        large_replicas: args.large_replicas,
+        connections: args.connections,
+        speed: args.speed,
         rate: args.rate,
         sync_delay: args.sync_delay,
+        ingress_delay: args.ingress_delay,
+        batch_period: args.batch_period,
         post_start: args.post_start,
         pre_stop: args.pre_stop,
         grace: args.grace,

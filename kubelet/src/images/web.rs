@@ -13,6 +13,10 @@
 //! - `MINIK_WEB_UNHEALTHY_FILE` — while this file exists, `/healthz` answers 500 (tests flip
 //!   readiness and liveness with it); otherwise `/healthz` answers 200 `ok`.
 //! - `MINIK_ON_SIGTERM` — `exit` | `drain:MILLIS` | `ignore` (see [`super::lifecycle`]).
+//!
+//! `GET /stream?ms=TOTAL&every=TICK` holds a long-lived answer open (a stand-in for a WebSocket
+//! or a server-sent event stream, seed 002): a line `POD_NAME N` every TICK ms (default 200) for
+//! TOTAL ms (default 60 000), then `done`. A stream the process's exit cuts never says `done`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -119,6 +123,7 @@ async fn serve(config: WebConfig) -> i32 {
     let on_sigterm = config.on_sigterm;
     let app = Router::new()
         .route("/healthz", get(healthz))
+        .route("/stream", get(stream))
         .fallback(hello)
         .with_state(Arc::new(config));
     // The server runs as a task; returning from here ends the process (in-flight requests included).
@@ -156,6 +161,40 @@ fn static_file(root: &std::path::Path, path: &str) -> Option<PathBuf> {
         file = file.join("index.html");
     }
     file.is_file().then_some(file)
+}
+
+/// The `ms` and `every` parameters of `/stream`.
+#[derive(serde::Deserialize)]
+struct StreamParams {
+    ms: Option<u64>,
+    every: Option<u64>,
+}
+
+/// A chunked answer held open for `ms`: one line per tick, then `done`.
+async fn stream(
+    State(config): State<Arc<WebConfig>>,
+    axum::extract::Query(params): axum::extract::Query<StreamParams>,
+) -> axum::body::Body {
+    let total = Duration::from_millis(params.ms.unwrap_or(60_000));
+    let every = Duration::from_millis(params.every.unwrap_or(200).max(10));
+    let end = tokio::time::Instant::now() + total;
+    let pod = config.pod_name.clone();
+    let lines = futures::stream::unfold(Some(0u64), move |tick| {
+        let pod = pod.clone();
+        async move {
+            let n = tick?;
+            if n > 0 {
+                tokio::time::sleep_until(end.min(tokio::time::Instant::now() + every)).await;
+            }
+            let (line, next) = if tokio::time::Instant::now() >= end {
+                ("done\n".to_string(), None)
+            } else {
+                (format!("{pod} {n}\n"), Some(n + 1))
+            };
+            Some((Ok::<_, std::convert::Infallible>(line), next))
+        }
+    });
+    axum::body::Body::from_stream(lines)
 }
 
 async fn healthz(State(config): State<Arc<WebConfig>>) -> (StatusCode, &'static str) {

@@ -7,6 +7,7 @@
 //! replica served it.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,14 +35,52 @@ impl Outcome {
     }
 }
 
+/// Requests sent and failed so far, for a live view.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Requests answered or failed so far.
+    pub done: AtomicUsize,
+    /// Requests failed so far.
+    pub failed: AtomicUsize,
+}
+
+impl Tally {
+    /// `N requests, F failed` (nothing before the first request).
+    pub fn summary(&self) -> String {
+        if self.done.load(Ordering::Relaxed) == 0 {
+            return String::new();
+        }
+        format!(
+            "{} requests, {} failed",
+            self.done.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed)
+        )
+    }
+}
+
 /// Sends `rate` requests per second to `target` until `stop` fires, then waits for the ones in
-/// flight and returns every outcome in sending order. `started` is the moment `t_ms` counts from.
-pub async fn run(
+/// flight and returns every outcome in sending order, counting them in `tally` as they come.
+/// `started` is the moment `t_ms` counts from.
+pub async fn run_tallied(
     target: SocketAddr,
     rate: u32,
     started: Instant,
     stop: CancellationToken,
+    tally: Arc<Tally>,
 ) -> Vec<Outcome> {
+    run_to_host(target, "demo".into(), rate, started, stop, tally).await
+}
+
+/// [`run_tallied`] with `host` in the `Host` header (an ingress routes by it).
+pub async fn run_to_host(
+    target: SocketAddr,
+    host: String,
+    rate: u32,
+    started: Instant,
+    stop: CancellationToken,
+    tally: Arc<Tally>,
+) -> Vec<Outcome> {
+    let host: Arc<str> = Arc::from(host.as_str());
     let outcomes = Arc::new(Mutex::new(Vec::new()));
     let tracker = tokio_util::task::TaskTracker::new();
     let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(rate.max(1))));
@@ -51,12 +90,18 @@ pub async fn run(
             _ = stop.cancelled() => break,
             _ = ticker.tick() => {
                 let outcomes = outcomes.clone();
+                let tally = tally.clone();
+                let host = host.clone();
                 let t_ms = started.elapsed().as_secs_f64() * 1000.0;
                 tracker.spawn(async move {
-                    let outcome = match request(target).await {
+                    let outcome = match request(target, &host).await {
                         Ok(pod) => Outcome { t_ms, served_by: Some(pod), error: None },
                         Err(error) => Outcome { t_ms, served_by: None, error: Some(error) },
                     };
+                    tally.done.fetch_add(1, Ordering::Relaxed);
+                    if !outcome.ok() {
+                        tally.failed.fetch_add(1, Ordering::Relaxed);
+                    }
                     outcomes.lock().await.push(outcome);
                 });
             }
@@ -70,12 +115,14 @@ pub async fn run(
 }
 
 /// One request on a fresh connection; the answer's body is the pod name.
-async fn request(target: SocketAddr) -> Result<String, String> {
+async fn request(target: SocketAddr, host: &str) -> Result<String, String> {
     let exchange = async {
         let mut stream = TcpStream::connect(target).await.map_err(describe)?;
         stream.set_nodelay(true).map_err(describe)?;
         stream
-            .write_all(b"GET / HTTP/1.1\r\nHost: demo\r\nConnection: close\r\n\r\n")
+            .write_all(
+                format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+            )
             .await
             .map_err(describe)?;
         let mut answer = Vec::with_capacity(256);
@@ -148,7 +195,12 @@ pub fn failure_window(outcomes: &[Outcome]) -> Option<(f64, f64)> {
 
 /// One request, for the demo's "the proxy routes to it" step.
 pub async fn run_once(target: SocketAddr) -> Result<String, String> {
-    request(target).await
+    request(target, "demo").await
+}
+
+/// One request with `host` in the `Host` header.
+pub async fn run_once_to(target: SocketAddr, host: &str) -> Result<String, String> {
+    request(target, host).await
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use minik_api::core::{Pod, Service};
 use serde_json::{json, Value};
 
@@ -31,6 +32,11 @@ pub struct WebPod<'a> {
 impl WebPod<'_> {
     /// The Pod object.
     pub fn build(&self) -> Pod {
+        serde_json::from_value(self.to_json()).expect("the demo's pod manifest is a valid Pod")
+    }
+
+    /// The Pod object as JSON (a Deployment's template takes its `spec`).
+    fn to_json(&self) -> Value {
         let mut lifecycle = serde_json::Map::new();
         if let Some(post_start) = self.post_start {
             lifecycle.insert("postStart".into(), sleep_handler(post_start));
@@ -38,7 +44,7 @@ impl WebPod<'_> {
         if let Some(pre_stop) = self.pre_stop {
             lifecycle.insert("preStop".into(), sleep_handler(pre_stop));
         }
-        let pod = json!({
+        json!({
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": self.name, "labels": {"app": self.app}},
@@ -53,9 +59,36 @@ impl WebPod<'_> {
                     "readinessProbe": {"httpGet": {"path": "/healthz", "port": PORT}, "periodSeconds": 1},
                 }],
             },
-        });
-        serde_json::from_value(pod).expect("the demo's pod manifest is a valid Pod")
+        })
     }
+}
+
+/// A Deployment of `minik/web` pods: `template` gives the pod spec (its `name` is unused), the
+/// labels select and label the pods, `image` is what a rolling update changes.
+pub fn deployment(
+    name: &str,
+    labels: &[(&str, &str)],
+    replicas: usize,
+    image: &str,
+    template: &WebPod<'_>,
+) -> Deployment {
+    let labels: serde_json::Map<String, Value> = labels
+        .iter()
+        .map(|(key, value)| (key.to_string(), json!(value)))
+        .collect();
+    let mut spec = template.to_json()["spec"].clone();
+    spec["containers"][0]["image"] = json!(image);
+    let deployment = json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    });
+    serde_json::from_value(deployment).expect("the demo's deployment manifest is valid")
 }
 
 /// A `sleep` handler for whole seconds (the API's unit), an `exec` of `sleep` otherwise.
@@ -69,11 +102,20 @@ fn sleep_handler(duration: Duration) -> Value {
 
 /// A ClusterIP Service selecting `app`, port `PORT` to the pods' `http` port.
 pub fn service(name: &str, app: &str) -> Service {
+    service_of_type(name, &[("app", app)], "ClusterIP")
+}
+
+/// A Service of `type_` (`ClusterIP`, `LoadBalancer`) selecting `selector`, port `PORT`.
+pub fn service_of_type(name: &str, selector: &[(&str, &str)], type_: &str) -> Service {
+    let selector: serde_json::Map<String, Value> = selector
+        .iter()
+        .map(|(key, value)| (key.to_string(), json!(value)))
+        .collect();
     let service = json!({
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": name},
-        "spec": {"selector": {"app": app}, "ports": [{"name": "http", "port": PORT, "targetPort": "http"}]},
+        "spec": {"type": type_, "selector": selector, "ports": [{"name": "http", "port": PORT, "targetPort": "http"}]},
     });
     serde_json::from_value(service).expect("the demo's service manifest is a valid Service")
 }

@@ -1,11 +1,19 @@
 //! `minik demo`: the seeds' story (docs/seeds.md) — a pod's creation and deletion — happening on
 //! real processes, narrated and measured, with a picture.
 //!
-//! Kubernetes counterpart: none; it is the guided tour. Three parts, each runnable alone:
+//! Kubernetes counterpart: none; it is the guided tour. Three parts run by default, each also
+//! runnable alone:
 //!
 //! - `create` (`create.rs`): one pod's journey from `apply` to receiving traffic;
-//! - `race` (`race.rs`): deleting a pod under load, without and with a preStop sleep;
-//! - `hooks` (`hooks.rs`): seed 001's postStart/preStop/grace experiment, predicted and measured.
+//! - `race` (`race.rs`, `consumers.rs`): deleting a pod under load through the proxy, the
+//!   ingress and the external load balancer, without and with a preStop sleep;
+//! - `hooks` (`hooks.rs`): seed 001's postStart/preStop/grace experiment, predicted and measured;
+//!
+//! and two longer ones, run only when named, their durations divided by `--speed`:
+//!
+//! - `rollout` (`rollout.rs`): seed 002's rolling updates, old pods Terminating beside new ones;
+//! - `rainbow` (`rainbow.rs`): long-lived connections through a rolling update, then through a
+//!   rainbow deployment.
 //!
 //! Unless `--server` names a running cluster, each part starts a private cluster in a temporary
 //! directory (the same child processes `minik up` starts) and stops it afterwards, leaving
@@ -13,30 +21,41 @@
 //! Each run writes a self-contained HTML report (`report.rs`) and prints its path.
 //!
 //! The `minik` binary parses the flags (`cli/src/commands/demo.rs`) into a [`DemoOptions`] and
-//! calls [`run`]. Read next: `create.rs`, then `observe.rs` and `timeline.rs`.
+//! calls [`run`]; `parts.rs` runs each part and turns its result into JSON and report sections.
+//! Read next: `create.rs`, then `observe.rs` and `timeline.rs`.
 
+mod census;
+mod chart;
+mod cluster;
+mod consumers;
 mod create;
 mod hooks;
+mod live;
 mod load;
 mod manifests;
 mod observe;
+mod parts;
+mod podwatch;
 mod predict;
 mod race;
+mod rainbow;
+mod rainbow_report;
 mod report;
+mod rollout;
+mod streams;
 mod timeline;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use minik_client::Client;
 use serde_json::json;
 
-use minik_cluster::{Cluster, ClusterConfig};
+use cluster::DemoCluster;
 
 /// How to run the demo (`minik demo`'s flags, parsed by the binary).
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
-    /// Which part to run; all three when `None`.
+    /// Which part to run; create, race and hooks when `None`.
     pub part: Option<Part>,
     /// Use a running cluster instead of starting a private one.
     pub server: Option<String>,
@@ -48,16 +67,28 @@ pub struct DemoOptions {
     pub quick: bool,
     /// Where to write the HTML report (default: a file in the system's temp directory).
     pub report: Option<PathBuf>,
-    /// Replicas behind the race's Service.
-    pub replicas: usize,
-    /// Requests per second during the race.
+    /// Replicas: behind the race's Service (default 3), of rollout's first run (10), of each
+    /// rainbow release (4).
+    pub replicas: Option<usize>,
+    /// Replicas of rollout's second run (seed 002: 40).
+    pub large_replicas: usize,
+    /// Long-lived connections held open in the rainbow part.
+    pub connections: usize,
+    /// Every duration of the rollout and rainbow parts is divided by this (default: 4 for
+    /// rollout, 4 for rainbow, about a minute each).
+    pub speed: Option<f64>,
+    /// Requests per second during the race (through each consumer) and the rollout.
     pub rate: u32,
-    /// How late the proxy applies endpoint changes in the race (the slow consumer).
+    /// How late the proxy applies endpoint changes in the race.
     pub sync_delay: Duration,
+    /// How late the ingress controller applies them in the race.
+    pub ingress_delay: Duration,
+    /// The load balancer's batch period in the race (the slowest consumer).
+    pub batch_period: Duration,
     /// The hooks part's postStart duration.
     pub post_start: Duration,
     /// The preStop sleep of the hooks part and of the race's second variant (default: 3 s for
-    /// hooks, the sync delay + 1 s for the race).
+    /// hooks, the slowest consumer's lag + 1 s for the race).
     pub pre_stop: Option<Duration>,
     /// The hooks part's terminationGracePeriodSeconds (whole seconds).
     pub grace: Duration,
@@ -66,26 +97,30 @@ pub struct DemoOptions {
 }
 
 impl DemoOptions {
-    /// `--quick`: a 1 s slow consumer outwaited by a 1.5 s preStop, 100 requests/s, and a hooks
-    /// experiment of 0.5 s postStart, 2 s preStop, 1 s grace and 0.5 s shutdown.
+    /// `--quick`: a 1 s proxy, a 0.3 s ingress and a 1.5 s load balancer outwaited by a 2 s
+    /// preStop, 50 requests/s each, and a hooks experiment of 0.5 s postStart, 2 s preStop, 1 s
+    /// grace and 0.5 s shutdown.
     fn scale_down(&mut self) {
-        self.rate = 100;
-        self.replicas = 2;
+        self.rate = 50;
+        self.replicas.get_or_insert(2);
         self.sync_delay = Duration::from_secs(1);
+        self.ingress_delay = Duration::from_millis(300);
+        self.batch_period = Duration::from_millis(1500);
         self.post_start = Duration::from_millis(500);
         self.grace = Duration::from_secs(1);
         self.shutdown = Duration::from_millis(500);
     }
 
-    /// The race's preStop: the given one, else one second longer than the slow consumer's delay
-    /// (half a second in quick mode).
+    /// The race's preStop: the given one, else one second longer than the slowest consumer's
+    /// lag (half a second in quick mode).
     fn race_pre_stop(&self) -> Duration {
         let margin = if self.quick {
             Duration::from_millis(500)
         } else {
             Duration::from_secs(1)
         };
-        self.pre_stop.unwrap_or(self.sync_delay + margin)
+        let slowest = self.sync_delay.max(self.batch_period);
+        self.pre_stop.unwrap_or(slowest + margin)
     }
 
     /// The hooks part's preStop: the given one, else 3 s (2 s in quick mode).
@@ -104,6 +139,10 @@ pub enum Part {
     Race,
     /// Hooks and grace periods, predicted and measured.
     Hooks,
+    /// Seed 002's rolling updates.
+    Rollout,
+    /// Long-lived connections: a rolling update, then a rainbow deployment.
+    Rainbow,
 }
 
 /// Runs the demo: each part on its own cluster, narrated on stdout (or its results as JSON), and
@@ -112,59 +151,37 @@ pub async fn run(mut args: DemoOptions) -> crate::Result<()> {
     if args.quick {
         args.scale_down();
     }
+    crate::error::ensure!(
+        args.speed
+            .is_none_or(|speed| speed.is_finite() && speed > 0.0),
+        "--speed must be a positive number"
+    );
     let narrate = !args.json;
     let parts = match args.part {
         Some(part) => vec![part],
         None => vec![Part::Create, Part::Race, Part::Hooks],
     };
     let mut results = serde_json::Map::new();
-    let mut sections_data: Vec<(String, String, timeline::Timeline, Vec<load::Outcome>)> =
-        Vec::new();
-    for part in parts {
-        // The race needs a slow, non-retrying proxy; the other parts a prompt one.
-        let proxy_args = match part {
-            Part::Race => vec![
-                "--sync-delay".into(),
-                humantime::format_duration(args.sync_delay).to_string(),
-                "--dial-attempts".into(),
-                "1".into(),
-            ],
-            _ => Vec::new(),
-        };
+    let mut sections = Vec::new();
+    for part in &parts {
         let kubeconfig = args.kubeconfig.as_deref();
+        let flags = parts::cluster_flags(*part, &args);
         let cluster =
-            DemoCluster::start(args.server.as_deref(), kubeconfig, proxy_args, narrate).await?;
-        let outcome = run_part(
-            part,
-            &args,
-            &cluster.client,
-            narrate,
-            &mut results,
-            &mut sections_data,
-        )
-        .await;
+            DemoCluster::start(args.server.as_deref(), kubeconfig, flags, narrate).await?;
+        let outcome =
+            parts::run_part(*part, &args, &cluster, narrate, &mut results, &mut sections).await;
         cluster.stop().await;
         outcome?;
     }
-    let sections: Vec<report::Section<'_>> = sections_data
-        .iter()
-        .map(|(title, caption, timeline, outcomes)| report::Section {
-            title: title.clone(),
-            caption: caption.clone(),
-            timeline,
-            outcomes,
-        })
-        .collect();
     let path = args.report.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("minik-demo-{}.html", std::process::id()))
     });
-    std::fs::write(
-        &path,
-        report::render(
-            "minik demo: a pod's creation and deletion, measured",
-            &sections,
-        ),
-    )?;
+    let title = match parts.as_slice() {
+        [Part::Rollout] => "minik demo rollout: seed 002's rolling updates, measured",
+        [Part::Rainbow] => "minik demo rainbow: long-lived connections, rolling vs rainbow",
+        _ => "minik demo: a pod's creation and deletion, measured",
+    };
+    std::fs::write(&path, report::render(title, &sections))?;
     results.insert("report".into(), json!(path));
     if narrate {
         println!("\nThe picture: {}", path.display());
@@ -172,158 +189,4 @@ pub async fn run(mut args: DemoOptions) -> crate::Result<()> {
         println!("{}", serde_json::to_string_pretty(&results)?);
     }
     Ok(())
-}
-
-/// Runs one part, adding its JSON result and its report sections.
-async fn run_part(
-    part: Part,
-    args: &DemoOptions,
-    client: &Client,
-    narrate: bool,
-    results: &mut serde_json::Map<String, serde_json::Value>,
-    sections: &mut Vec<(String, String, timeline::Timeline, Vec<load::Outcome>)>,
-) -> crate::Result<()> {
-    match part {
-        Part::Create => {
-            if narrate {
-                println!("\n== create: apply a pod and a service, and follow the pipeline (times since the apply)");
-            }
-            let result = create::run(client, "default", narrate).await?;
-            results.insert("create".into(), json!({"timeline": result.timeline.marks}));
-            sections.push((
-                "create".into(),
-                "From apply to the first request routed to the new pod.".into(),
-                result.timeline,
-                Vec::new(),
-            ));
-        }
-        Part::Race => {
-            if narrate {
-                println!("\n== race: delete a pod under load; the proxy applies endpoint changes {} late and does not retry", humantime::format_duration(args.sync_delay));
-            }
-            let options = race::RaceOptions {
-                replicas: args.replicas,
-                rate: args.rate,
-                warmup: Duration::from_secs(1),
-                sync_delay: args.sync_delay,
-                pre_stop: args.race_pre_stop(),
-            };
-            let variants = race::run(client, "default", &options, narrate).await?;
-            if narrate {
-                race::print_table(&variants);
-            }
-            results.insert("race".into(), json!({"variants": variants}));
-            for variant in variants {
-                let caption = format!(
-                    "{} requests, {} failed. Times are relative to the delete.",
-                    variant.requests, variant.failed
-                );
-                sections.push((
-                    format!("race: {}", variant.name),
-                    caption,
-                    variant.timeline,
-                    variant.outcomes,
-                ));
-            }
-        }
-        Part::Hooks => {
-            let hooks = predict::Hooks {
-                post_start: args.post_start,
-                pre_stop: args.hooks_pre_stop(),
-                grace: args.grace,
-                shutdown: Some(args.shutdown),
-            };
-            if narrate {
-                println!(
-                    "\n== hooks: postStart {}, preStop {}, grace {}, app shutdown {}",
-                    fmt(hooks.post_start),
-                    fmt(hooks.pre_stop),
-                    fmt(hooks.grace),
-                    fmt(args.shutdown)
-                );
-            }
-            let result = hooks::run(client, "default", &hooks, narrate).await?;
-            if narrate {
-                hooks::print_comparison(&result.comparison);
-            }
-            results.insert("hooks".into(), serde_json::to_value(&result)?);
-            sections.push((
-                "hooks: start".into(),
-                "Relative to the process start.".into(),
-                result.start,
-                Vec::new(),
-            ));
-            sections.push((
-                "hooks: termination".into(),
-                "Relative to the delete.".into(),
-                result.termination,
-                Vec::new(),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn fmt(duration: Duration) -> String {
-    humantime::format_duration(duration).to_string()
-}
-
-/// A client for `server`, with the credentials of `kubeconfig`'s current context if given.
-fn client_for(server: &str, kubeconfig: Option<&std::path::Path>) -> crate::Result<Client> {
-    let Some(path) = kubeconfig else {
-        return Ok(Client::new(server)?);
-    };
-    let mut config = minik_client::kubeconfig::load(path)?;
-    config.server = server.to_string();
-    Ok(Client::from_config(&config)?)
-}
-
-/// The cluster a part runs on: a private one, or the one `--server` names.
-struct DemoCluster {
-    client: Client,
-    private: Option<(Cluster, tempfile::TempDir)>,
-}
-
-impl DemoCluster {
-    async fn start(
-        server: Option<&str>,
-        kubeconfig: Option<&std::path::Path>,
-        proxy_args: Vec<String>,
-        narrate: bool,
-    ) -> crate::Result<DemoCluster> {
-        if let Some(server) = server {
-            return Ok(DemoCluster {
-                client: client_for(server, kubeconfig)?,
-                private: None,
-            });
-        }
-        let data_dir = tempfile::Builder::new().prefix("minik-demo-").tempdir()?;
-        let options = ClusterConfig {
-            data_dir: data_dir.path().to_path_buf(),
-            listen: crate::free_loopback_port()?,
-            nodes: 2,
-            proxy_args,
-            progress: false,
-            ..ClusterConfig::default()
-        };
-        let cluster = Cluster::start(options).await?;
-        if narrate {
-            println!(
-                "  (a private cluster started in {:.0} ms in {})",
-                cluster.startup.as_secs_f64() * 1000.0,
-                data_dir.path().display()
-            );
-        }
-        Ok(DemoCluster {
-            client: cluster.client()?,
-            private: Some((cluster, data_dir)),
-        })
-    }
-
-    async fn stop(self) {
-        if let Some((cluster, data_dir)) = self.private {
-            cluster.stop().await;
-            drop(data_dir);
-        }
-    }
 }

@@ -12,10 +12,12 @@
 //! left out, and a proxy update applied after the delete is named for what it did: the removal
 //! of the deleted pod, or an older change still routing to it.
 //!
-//! The proxy here stands for the slow external load balancer of seed 003 (docs/seeds.md): it
-//! applies endpoint changes `--sync-delay` late and does not retry a failed dial (`--dial-attempts
-//! 1`). The demo sends a steady load through it, deletes one replica, and counts what failed, once
-//! per variant.
+//! Seed 003's consumers each get the same steady load (`consumers.rs`): the proxy, which applies
+//! endpoint changes `--sync-delay` late and does not retry a failed dial (`--dial-attempts 1`);
+//! the ingress controller, quick and retrying another pod when a dial fails, as nginx does; and
+//! the external load balancer, programmed in batches on a grid of `--batch-period` (the delete is
+//! sent just after a tick, so it is the slowest). The demo deletes one replica and counts what
+//! failed through each, once per variant. On a cluster given by `--server` only the proxy is used.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -27,6 +29,7 @@ use minik_client::{Api, Client, DeleteParams, ListParams};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use super::consumers::{self, Addresses, ConsumerResult, Path};
 use super::load::{self, Outcome};
 use super::manifests::{self, WebPod};
 use super::observe::{self, Observer, Seen};
@@ -43,8 +46,12 @@ pub struct RaceOptions {
     pub warmup: Duration,
     /// The proxy's sync delay (how late the slow consumer is); the cluster must run with it.
     pub sync_delay: Duration,
-    /// The preStop sleep of the second variant (should be longer than `sync_delay`).
+    /// The preStop sleep of the second variant (should be longer than the slowest lag).
     pub pre_stop: Duration,
+    /// The load balancer's batch period (the cluster must run with it).
+    pub batch_period: Duration,
+    /// The ingress controller and load balancer, on a private cluster.
+    pub consumers: Option<Addresses>,
 }
 
 /// One variant's result.
@@ -52,17 +59,19 @@ pub struct RaceOptions {
 pub struct Variant {
     /// `no preStop` or `preStop sleep 3s`.
     pub name: String,
-    /// Requests sent.
+    /// Requests sent, through every consumer.
     pub requests: usize,
-    /// Requests that failed.
+    /// Requests that failed, through every consumer.
     pub failed: usize,
+    /// Each consumer's requests, failures and lag.
+    pub consumers: Vec<ConsumerResult>,
     /// When the failed requests were sent, in ms after the delete (first, last).
     pub failure_window_ms: Option<(f64, f64)>,
     /// The deletion timeline, relative to the delete.
     pub timeline: Timeline,
-    /// Every request's outcome, `t_ms` relative to the delete.
+    /// Every request's outcome per consumer, `t_ms` relative to the delete.
     #[serde(skip)]
-    pub outcomes: Vec<Outcome>,
+    pub outcomes: Vec<(String, Vec<Outcome>)>,
 }
 
 /// Runs both variants on a Service reachable at `target` (clusterIP:port, or the proxy's fallback).
@@ -128,10 +137,24 @@ async fn run_variant(
         pods.create(&pod.build()).await?;
     }
     wait_until_routed(&mut observer, options.replicas).await?;
+    let mut paths = vec![Path {
+        name: "proxy",
+        target,
+        host: "demo".into(),
+    }];
+    if let Some(addresses) = &options.consumers {
+        paths.extend(consumers::expose(client, namespace, app, addresses).await?);
+        for path in &paths[1..] {
+            consumers::wait_until_routed(path, &names).await?;
+        }
+    }
     if narrate {
+        let via: Vec<&str> = paths.iter().map(|p| p.name).collect();
         println!(
-            "  {} replicas ready behind {target}; sending {} requests/s",
-            options.replicas, options.rate
+            "  {} replicas ready; sending {} requests/s through each of: {}",
+            options.replicas,
+            options.rate,
+            via.join(", ")
         );
     }
 
@@ -147,8 +170,34 @@ async fn run_variant(
 
     let started = Instant::now();
     let stop_load = CancellationToken::new();
-    let load = tokio::spawn(load::run(target, options.rate, started, stop_load.clone()));
+    let loads: Vec<_> = paths
+        .iter()
+        .map(|path| {
+            let run = load::run_to_host(
+                path.target,
+                path.host.clone(),
+                options.rate,
+                started,
+                stop_load.clone(),
+                Default::default(),
+            );
+            tokio::spawn(run)
+        })
+        .collect();
     tokio::time::sleep(options.warmup).await; // Steady load before the delete: a duration, not a synchronization.
+    if options.consumers.is_some() {
+        // Just after the load balancer's batch, so its removal waits a whole period.
+        tokio::time::sleep(consumers::after_next_tick(
+            options.batch_period,
+            Duration::from_millis(100),
+        ))
+        .await;
+    }
+    let stop_watch = CancellationToken::new();
+    let applies = match options.consumers {
+        Some(addresses) => Some(consumers::watch_applies(addresses, stop_watch.clone()).await?),
+        None => None,
+    };
 
     let delete_sent = Timestamp::now();
     let delete_offset_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -162,17 +211,39 @@ async fn run_variant(
     );
 
     let removed_at = wait_until_removed(&mut observer, &victim).await?;
-    // Keep the load on until the slow consumer has surely caught up, and half a second more:
+    // Keep the load on until the slowest consumer has surely caught up, and half a second more:
     // this is how long the experiment measures, not a synchronization.
-    let settle = options
-        .sync_delay
-        .saturating_sub(elapsed_since(delete_sent))
-        + Duration::from_millis(500);
+    let slowest = if options.consumers.is_some() {
+        options.sync_delay.max(options.batch_period)
+    } else {
+        options.sync_delay
+    };
+    let settle = slowest.saturating_sub(elapsed_since(delete_sent)) + Duration::from_millis(500);
     tokio::time::sleep(settle).await;
     stop_load.cancel();
-    let mut outcomes = load.await?;
-    for outcome in &mut outcomes {
-        outcome.t_ms -= delete_offset_ms;
+    stop_watch.cancel();
+    let mut outcomes = Vec::new();
+    for (path, load) in paths.iter().zip(loads) {
+        let mut list = load.await?;
+        for outcome in &mut list {
+            outcome.t_ms -= delete_offset_ms;
+        }
+        outcomes.push((path.name.to_string(), list));
+    }
+    let applied = match applies {
+        Some(task) => task.await?,
+        None => [None, None],
+    };
+    for ((lane, what), at) in [
+        (Lane::Ingress, "ingress"),
+        (Lane::LoadBalancer, "load balancer"),
+    ]
+    .into_iter()
+    .zip(applied)
+    {
+        if let Some(at) = at {
+            timeline.add(lane, format!("{what} applied the removal"), at);
+        }
     }
 
     let victim_pod = (victim.as_str(), victim_ip.as_str());
@@ -191,17 +262,44 @@ async fn run_variant(
         }
     }
     timeline.add(Lane::Apiserver, "object removed", removed_at);
+    if options.consumers.is_some() {
+        consumers::unexpose(client, namespace, app).await?;
+    }
     cleanup(&pods, &services, &names[1..], app).await?;
+    Ok(summarize(name, timeline, outcomes))
+}
 
-    let failed = outcomes.iter().filter(|outcome| !outcome.ok()).count();
-    Ok(Variant {
+/// The variant's figures: totals, and per consumer its failures and when it applied the removal.
+fn summarize(name: String, timeline: Timeline, outcomes: Vec<(String, Vec<Outcome>)>) -> Variant {
+    let applied = |consumer: &str| {
+        let wanted = match consumer {
+            "proxy" => Lane::Proxy,
+            "ingress" => Lane::Ingress,
+            _ => Lane::LoadBalancer,
+        };
+        timeline
+            .marks
+            .iter()
+            .find(|m| m.component == wanted && m.event.ends_with("applied the removal"))
+            .map(|m| m.t_ms)
+    };
+    let results: Vec<ConsumerResult> = outcomes
+        .iter()
+        .map(|(consumer, list)| consumers::result(consumer, list, applied(consumer)))
+        .collect();
+    let all: Vec<Outcome> = outcomes
+        .iter()
+        .flat_map(|(_, list)| list.iter().cloned())
+        .collect();
+    Variant {
         name,
-        requests: outcomes.len(),
-        failed,
-        failure_window_ms: load::failure_window(&outcomes),
+        requests: all.len(),
+        failed: all.iter().filter(|o| !o.ok()).count(),
+        consumers: results,
+        failure_window_ms: load::failure_window(&all),
         timeline,
         outcomes,
-    })
+    }
 }
 
 /// Waits until the proxy has applied an endpoint set with every replica, so no change from the
@@ -347,5 +445,16 @@ pub fn print_table(variants: &[Variant]) {
             "  {:<22} {:>9} {:>7}   {}",
             variant.name, variant.requests, variant.failed, window
         );
+        if variant.consumers.len() > 1 {
+            for consumer in &variant.consumers {
+                let applied = consumer
+                    .applied_ms
+                    .map_or("-".to_string(), |t| format!("{t:+.0} ms"));
+                println!(
+                    "    via {:<16} {:>9} {:>7}   removal applied at {applied}",
+                    consumer.name, consumer.requests, consumer.failed
+                );
+            }
+        }
     }
 }

@@ -17,17 +17,18 @@ use std::fmt::Write;
 use super::load::{self, Outcome};
 use super::timeline::{Lane, Timeline};
 
-/// One experiment of the report.
-pub struct Section<'a> {
+/// One experiment of the report: a heading, a caption and its picture.
+pub struct Section {
     /// The heading (`race: no preStop`).
     pub title: String,
     /// A paragraph saying what was done and what to look at.
     pub caption: String,
-    /// The marks to draw.
-    pub timeline: &'a Timeline,
-    /// Request outcomes on the same time axis (empty if no load ran).
-    pub outcomes: &'a [Outcome],
+    /// The picture: [`timeline_svg`] or `chart::svg`.
+    pub svg: String,
 }
+
+/// Requests sent through one path (`via proxy`), drawn as a bar row under the lanes.
+pub type Series<'a> = (&'a str, &'a [Outcome]);
 
 const WIDTH: f64 = 1100.0;
 const LABEL: f64 = 170.0;
@@ -45,7 +46,7 @@ const GAP: f64 = 7.0;
 const RIGHT: f64 = WIDTH - 6.0;
 
 /// Renders the whole page.
-pub fn render(title: &str, sections: &[Section<'_>]) -> String {
+pub fn render(title: &str, sections: &[Section]) -> String {
     let mut html = String::new();
     let _ = write!(
         html,
@@ -61,7 +62,7 @@ pub fn render(title: &str, sections: &[Section<'_>]) -> String {
             escape(&section.title),
             escape(&section.caption)
         );
-        html.push_str(&svg(section));
+        html.push_str(&section.svg);
         html.push_str("</section>\n");
     }
     html.push_str("</body></html>\n");
@@ -120,27 +121,25 @@ fn label_text(mark: &super::timeline::Mark) -> String {
     format!("{} ({:.0} ms)", mark.event, mark.t_ms)
 }
 
-/// The SVG of one section: lanes with their marks, then the request bars.
-fn svg(section: &Section<'_>) -> String {
+/// The SVG of a timeline: lanes with their marks, then one row of request bars per series.
+pub fn timeline_svg(timeline: &Timeline, series: &[Series<'_>]) -> String {
+    let series: Vec<Series<'_>> = series
+        .iter()
+        .copied()
+        .filter(|(_, o)| !o.is_empty())
+        .collect();
     let lanes: Vec<Lane> = Lane::ALL
         .iter()
         .copied()
-        .filter(|lane| {
-            section
-                .timeline
-                .marks
-                .iter()
-                .any(|mark| mark.component == *lane)
-        })
+        .filter(|lane| timeline.marks.iter().any(|mark| mark.component == *lane))
         .collect();
-    let (start, end) = time_range(section);
+    let (start, end) = time_range(timeline, &series);
     let scale = Scale { start, end };
     // Each lane's marks with their label placements, and the lane's height.
     let laid: Vec<LaidLane<'_>> = lanes
         .iter()
         .map(|lane| {
-            let marks: Vec<_> = section
-                .timeline
+            let marks: Vec<_> = timeline
                 .marks
                 .iter()
                 .filter(|mark| mark.component == *lane)
@@ -161,11 +160,7 @@ fn svg(section: &Section<'_>) -> String {
         })
         .collect();
     let lanes_height: f64 = laid.iter().map(|(_, _, h)| h).sum();
-    let bars_height = if section.outcomes.is_empty() {
-        0.0
-    } else {
-        BARS + 20.0
-    };
+    let bars_height = series.len() as f64 * (BARS + 20.0);
     let height = 30.0 + lanes_height + bars_height + 30.0;
     let mut out = String::new();
     let _ = writeln!(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {height}\" width=\"100%\" style=\"max-width:{WIDTH}px\" class=\"timeline\">");
@@ -197,8 +192,9 @@ fn svg(section: &Section<'_>) -> String {
         out.push_str("</g>\n");
         y += lane_height;
     }
-    if !section.outcomes.is_empty() {
-        bars(&mut out, &scale, section.outcomes, bottom + 20.0);
+    for (i, (name, outcomes)) in series.iter().enumerate() {
+        let top = bottom + 20.0 + i as f64 * (BARS + 20.0);
+        bars(&mut out, &scale, name, outcomes, top);
     }
     out.push_str("</svg>\n");
     out
@@ -217,13 +213,12 @@ impl Scale {
 }
 
 /// The time span to draw: every mark and every request, with a little margin.
-fn time_range(section: &Section<'_>) -> (f64, f64) {
-    let times = section
-        .timeline
-        .marks
-        .iter()
-        .map(|mark| mark.t_ms)
-        .chain(section.outcomes.iter().map(|outcome| outcome.t_ms));
+fn time_range(timeline: &Timeline, series: &[Series<'_>]) -> (f64, f64) {
+    let times = timeline.marks.iter().map(|mark| mark.t_ms).chain(
+        series
+            .iter()
+            .flat_map(|(_, o)| o.iter().map(|outcome| outcome.t_ms)),
+    );
     let (low, high) = times.fold((f64::MAX, f64::MIN), |(low, high), t| {
         (low.min(t), high.max(t))
     });
@@ -254,7 +249,7 @@ fn axis(out: &mut String, scale: &Scale, y: f64) {
 }
 
 /// Answered (green) and failed (red) requests per 100 ms, stacked.
-fn bars(out: &mut String, scale: &Scale, outcomes: &[Outcome], top: f64) {
+fn bars(out: &mut String, scale: &Scale, name: &str, outcomes: &[Outcome], top: f64) {
     let rows = load::buckets(outcomes, BUCKET_MS);
     let most = rows
         .iter()
@@ -262,10 +257,16 @@ fn bars(out: &mut String, scale: &Scale, outcomes: &[Outcome], top: f64) {
         .max()
         .unwrap_or(1)
         .max(1) as f64;
+    let failed_total = outcomes.iter().filter(|o| !o.ok()).count();
     let _ = writeln!(
         out,
-        "<g class=\"requests\"><text x=\"8\" y=\"{}\" class=\"lane-name\">requests / 100 ms</text>",
-        top + BARS / 2.0
+        "<g class=\"requests\" data-series=\"{0}\"><text x=\"8\" y=\"{1}\" class=\"lane-name\">requests {0}</text><text x=\"8\" y=\"{2}\" class=\"mark-label\">{3} sent, {4} failed</text><text x=\"8\" y=\"{5}\" class=\"mark-label\">(per 100 ms)</text>",
+        escape(name),
+        top + BARS / 2.0 - 8.0,
+        top + BARS / 2.0 + 8.0,
+        outcomes.len(),
+        failed_total,
+        top + BARS / 2.0 + 22.0,
     );
     for (t_ms, ok, failed) in rows {
         let x = scale.x(t_ms);
@@ -293,7 +294,11 @@ fn escape(text: &str) -> String {
 const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#222}section{margin-bottom:36px}\
 .band0{fill:#f6f7f9}.band1{fill:#eceef2}.lane-name{font-size:13px;font-weight:bold;fill:#333}\
 .mark{fill:#2b6cb0}.mark-label{font-size:11px;fill:#222}.guide{stroke:#2b6cb0;stroke-opacity:.15}\
-.tick{stroke:#888}.tick-label{font-size:10px;fill:#555;text-anchor:middle}.ok{fill:#38a169}.failed{fill:#e53e3e}";
+.tick{stroke:#888}.tick-label{font-size:10px;fill:#555;text-anchor:middle}.ok{fill:#38a169}.failed{fill:#e53e3e}\
+.legend{font-size:11px;fill:#222}.grid{stroke:#ccc;stroke-dasharray:2,3}.y-label{font-size:10px;fill:#555;text-anchor:end}\
+table.figures{border-collapse:collapse;margin:8px 0 16px}table.figures td,table.figures th{border:1px solid #ccc;padding:4px 10px;text-align:right}\
+table.figures th:first-child,table.figures td:first-child{text-align:left}\
+.sides{display:flex;flex-wrap:wrap;gap:16px}.side{flex:1 1 560px;min-width:0}";
 
 #[cfg(test)]
 mod tests {
@@ -353,8 +358,7 @@ mod tests {
             &[Section {
                 title: "race".into(),
                 caption: "a & b".into(),
-                timeline: &timeline,
-                outcomes: &outcomes,
+                svg: timeline_svg(&timeline, &[("via proxy", &outcomes)]),
             }],
         );
         assert!(page.contains("data-lane=\"kubelet\""));

@@ -34,6 +34,11 @@ pub enum Lane {
     EndpointSliceController,
     /// The proxy: the new endpoint set applied to its load balancer.
     Proxy,
+    /// The ingress controller: the new backends applied (from its `/metrics`).
+    Ingress,
+    /// The external load balancer: the batch carrying the change applied (from its `/metrics`).
+    #[serde(rename = "loadbalancer")]
+    LoadBalancer,
     /// The kubelet: hooks, signals, process start and stop.
     Kubelet,
     /// The application's own view: SIGTERM received, exit.
@@ -42,13 +47,15 @@ pub enum Lane {
 
 impl Lane {
     /// Every lane, top to bottom, as the picture draws them.
-    pub const ALL: [Lane; 8] = [
+    pub const ALL: [Lane; 10] = [
         Lane::Client,
         Lane::Apiserver,
         Lane::Scheduler,
         Lane::EndpointController,
         Lane::EndpointSliceController,
         Lane::Proxy,
+        Lane::Ingress,
+        Lane::LoadBalancer,
         Lane::Kubelet,
         Lane::Process,
     ];
@@ -62,6 +69,8 @@ impl Lane {
             Lane::EndpointController => "endpoint-controller",
             Lane::EndpointSliceController => "endpointslice-controller",
             Lane::Proxy => "proxy",
+            Lane::Ingress => "ingress",
+            Lane::LoadBalancer => "loadbalancer",
             Lane::Kubelet => "kubelet",
             Lane::Process => "process",
         }
