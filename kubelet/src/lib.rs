@@ -46,6 +46,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 pub mod atomic_writer;
+pub mod claims;
 pub mod container;
 pub mod cri;
 pub mod downward;
@@ -175,10 +176,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         config.root_dir.clone(),
         config.minik_binary.clone(),
     )?);
-    let sandbox = Arc::new(sandbox::NodeSandbox::open(
-        &config.root_dir,
-        &config.pod_cidr,
-    )?);
+    let sandbox = Arc::new(
+        sandbox::NodeSandbox::open(&config.root_dir, &config.pod_cidr)?.with_client(client.clone()),
+    );
     let tracker = TaskTracker::new();
 
     let listener = tokio::net::TcpListener::bind(config.listen).await?;

@@ -89,6 +89,10 @@ async fn create_object(
                 issues_tokens,
             )?
         }
+        // DefaultStorageClass admission (issue 20).
+        ("PersistentVolumeClaim", Some(_)) => {
+            registry::storage_kinds::admit_claim(state.storage.as_ref(), body)?
+        }
         _ => body,
     };
     let (_allocation, used) = service_allocations(state, info).await?;
