@@ -214,7 +214,38 @@ pub fn conditions(
         ready_message,
         view.now,
     ));
+    // Conditions the kubelet does not own (an eviction's DisruptionTarget, readiness gates) are
+    // kept as others wrote them (`mergePodStatus`, `kubetypes.PodConditionByKubelet`).
+    conditions.extend(foreign(old).cloned());
     conditions
+}
+
+/// The condition types the kubelet writes (`kubetypes.PodConditionsByKubelet`).
+const KUBELET_CONDITIONS: &[&str] = &[
+    "PodScheduled",
+    "PodReadyToStartContainers",
+    "Initialized",
+    "ContainersReady",
+    "Ready",
+];
+
+fn foreign(status: &PodStatus) -> impl Iterator<Item = &PodCondition> {
+    status
+        .conditions
+        .iter()
+        .flatten()
+        .filter(|c| !KUBELET_CONDITIONS.contains(&c.type_.as_str()))
+}
+
+/// Replaces the conditions in `status` that the kubelet does not own with those of `api` (the
+/// pod's status as stored, where an eviction wrote its DisruptionTarget).
+pub fn take_foreign_conditions(status: &mut PodStatus, api: Option<&PodStatus>) {
+    let theirs: Vec<PodCondition> = api
+        .map(|a| foreign(a).cloned().collect())
+        .unwrap_or_default();
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    conditions.retain(|c| KUBELET_CONDITIONS.contains(&c.type_.as_str()));
+    conditions.extend(theirs);
 }
 
 /// The scheduler owns PodScheduled; the kubelet only keeps it (or fills it in for a hand-bound pod).

@@ -12,7 +12,7 @@ mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
 mod hook_orphans; // a preStop's setsid child goes with the force-deleted pod
 mod images; // busybox, python, nginx, agnhost as written; 300 short-lived pods on one /24
 mod ingress; // the ingress controller: host/path routing, removal within its lag
-mod job_ttl; // ttlSecondsAfterFinished: a finished Job deleted after its TTL
+mod job_policies; // ttlSecondsAfterFinished, podFailurePolicy FailJob on an exit code and Ignore on an eviction
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
 mod limits; // a fork bomb stopped by the pod pids limit
 mod loadbalancer; // the batched load balancer, node ports

@@ -73,7 +73,10 @@ impl PodWorker {
         // wrote, not on a possibly older copy from the watch (which would make writes ping-pong).
         let mut base = pod.clone();
         if let Some(last) = &self.last_status {
-            base.status = Some(last.clone());
+            let mut last = last.clone();
+            // Others' conditions (an eviction's DisruptionTarget) come from the API's copy.
+            crate::phase::take_foreign_conditions(&mut last, pod.status.as_ref());
+            base.status = Some(last);
         }
         let status = compute(&PodView {
             pod: &base,
