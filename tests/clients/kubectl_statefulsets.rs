@@ -1,5 +1,6 @@
 //! kubectl 1.32, unmodified, driving a StatefulSet and its storage (issue 20): `apply -f` of a set
-//! with a claim template, `rollout status sts/NAME`, `scale sts --replicas` (the `scale`
+//! with a claim template, `rollout status sts/NAME` (the default partition 0 makes kubectl say
+//! "partitioned roll out complete", against any cluster), `scale sts --replicas` (the `scale`
 //! subresource), `get sts`, `get pvc` and `get sc` (their columns as kubectl prints them, short
 //! names `sts`, `pvc`, `sc`, the default class marked `(default)`).
 
@@ -34,7 +35,7 @@ async fn kubectl_rolls_out_and_scales_a_stateful_set_with_claims() {
         .ok(&["rollout", "status", "sts/db", "--timeout=90s"])
         .await;
     assert!(
-        rolled.contains("statefulset rolling update complete 1 pods at revision db-"),
+        rolled.contains("partitioned roll out complete: 1 new pods have been updated"),
         "{rolled}"
     );
 
@@ -52,7 +53,10 @@ async fn kubectl_rolls_out_and_scales_a_stateful_set_with_claims() {
     let rolled = kubectl
         .ok(&["rollout", "status", "sts/db", "--timeout=90s"])
         .await;
-    assert!(rolled.contains("complete 2 pods"), "{rolled}");
+    assert!(
+        rolled.contains("partitioned roll out complete: 2 new pods have been updated"),
+        "{rolled}"
+    );
 
     let listed = kubectl.ok(&["get", "sts"]).await;
     assert_eq!(
