@@ -25,6 +25,8 @@
 //! - [`cron`]: cron schedules parsed, and the next time they fire;
 //! - [`cronjobs`]: defaults and validation of batch/v1 CronJobs.
 //! - [`networking`]: validation of networking.k8s.io/v1 Ingresses and IngressClasses.
+//! - [`statefulsets`]: defaults, validation and names of apps/v1 StatefulSets;
+//! - [`storage`]: PersistentVolumes, PersistentVolumeClaims and StorageClasses (defaults, validation).
 //!
 //! minik leaves out: more than one version of a kind (so no conversion), protobuf types, apply
 //! configurations and the internal (hub) types upstream converts through.
@@ -46,7 +48,9 @@ pub mod replication;
 pub mod resource;
 pub mod selector;
 pub mod serviceaccounts;
+pub mod statefulsets;
 pub mod status;
+pub mod storage;
 pub mod table;
 pub mod taints;
 pub mod validation;

@@ -259,6 +259,39 @@ pub const RESOURCES: &[ResourceInfo] = &[
         namespaced: false,
         api_version: "networking.k8s.io/v1",
     },
+    // StatefulSets and the storage they claim (issue 20).
+    ResourceInfo {
+        kind: "StatefulSet",
+        plural: "statefulsets",
+        singular: "statefulset",
+        short_names: &["sts"],
+        namespaced: true,
+        api_version: "apps/v1",
+    },
+    ResourceInfo {
+        kind: "PersistentVolumeClaim",
+        plural: "persistentvolumeclaims",
+        singular: "persistentvolumeclaim",
+        short_names: &["pvc"],
+        namespaced: true,
+        api_version: "v1",
+    },
+    ResourceInfo {
+        kind: "PersistentVolume",
+        plural: "persistentvolumes",
+        singular: "persistentvolume",
+        short_names: &["pv"],
+        namespaced: false,
+        api_version: "v1",
+    },
+    ResourceInfo {
+        kind: "StorageClass",
+        plural: "storageclasses",
+        singular: "storageclass",
+        short_names: &["sc"],
+        namespaced: false,
+        api_version: "storage.k8s.io/v1",
+    },
 ];
 
 /// Finds a kind by any name a user may type: plural, singular, short name or Kind (any case).

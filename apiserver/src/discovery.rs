@@ -103,7 +103,7 @@ fn resource_entry(info: &ResourceInfo) -> Value {
         info.kind,
         "Pod" | "Service" | "Deployment" | "ReplicaSet" | "Job"
             // The later workload controllers (issue 20).
-            | "ReplicationController" | "DaemonSet" | "CronJob"
+            | "ReplicationController" | "DaemonSet" | "CronJob" | "StatefulSet"
     ) {
         entry["categories"] = json!(["all"]);
     }

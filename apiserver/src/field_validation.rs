@@ -110,6 +110,12 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         // The later workload controllers (issue 20).
         "ReplicationController" => ignored_by::<minik_api::core::ReplicationController>(value),
         "DaemonSet" => ignored_by::<minik_api::apps::DaemonSet>(value),
+        "StatefulSet" => ignored_by::<minik_api::apps::StatefulSet>(value),
+        "PersistentVolume" => ignored_by::<minik_api::core::PersistentVolume>(value),
+        "PersistentVolumeClaim" => ignored_by::<minik_api::core::PersistentVolumeClaim>(value),
+        "StorageClass" => {
+            ignored_by::<minik_api::k8s_openapi::api::storage::v1::StorageClass>(value)
+        }
         "ControllerRevision" => ignored_by::<minik_api::apps::ControllerRevision>(value),
         "CronJob" => ignored_by::<minik_api::batch::CronJob>(value),
         "Ingress" => ignored_by::<minik_api::networking_v1::Ingress>(value),

@@ -323,7 +323,12 @@ pub fn table(kind: &str) -> &'static [Rule] {
         "Pod" => POD,
         "Service" => SERVICE,
         "Node" => NODE,
-        "Deployment" | "ReplicaSet" | "Job" | "ReplicationController" | "DaemonSet" => WORKLOAD,
+        "Deployment"
+        | "ReplicaSet"
+        | "Job"
+        | "ReplicationController"
+        | "DaemonSet"
+        | "StatefulSet" => WORKLOAD,
         "Ingress" => INGRESS,
         _ => &[],
     }

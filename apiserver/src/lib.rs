@@ -379,6 +379,7 @@ pub async fn serve_with(
     }
     let (acceptor, security) = security(&options)?;
     store::namespaces::bootstrap_namespaces(storage.as_ref()).await?;
+    registry::storage_kinds::bootstrap_storage_class(storage.as_ref()).await?;
     if security.enabled() {
         auth::bootstrap::ensure(storage.as_ref()).await?;
         tokio::spawn(

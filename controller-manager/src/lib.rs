@@ -13,7 +13,9 @@
 //! 4. the controllers, listed in one place ([`start_controllers`]): [`replicaset`] (also the
 //!    replication manager, over ReplicationControllers), [`deployment`], [`job`], [`daemonset`],
 //!    [`cronjob`], [`disruption`] (PodDisruptionBudgets), [`serviceaccount`] (a `default`
-//!    ServiceAccount per namespace), [`rootcacert`] (the `kube-root-ca.crt` ConfigMap per namespace), [`nodelifecycle`] (dead nodes: Unknown, tainted, their pods
+//!    ServiceAccount per namespace), [`statefulset`] (ordered pods with their own claims), [`volume`]
+//!    (the PersistentVolume binder and the local-path provisioner), [`ttlafterfinished`] (finished
+//!    Jobs deleted after their TTL), [`rootcacert`] (the `kube-root-ca.crt` ConfigMap per namespace), [`nodelifecycle`] (dead nodes: Unknown, tainted, their pods
 //!    evicted), [`podgc`] (finished and orphaned pods) and [`gc`] (the garbage collector).
 //!
 //! ```text
@@ -46,6 +48,9 @@ pub mod podgc;
 pub mod replicaset;
 pub mod rootcacert;
 pub mod serviceaccount;
+pub mod statefulset;
+pub mod ttlafterfinished;
+pub mod volume;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -284,6 +289,25 @@ pub fn start_controllers(
                 client.clone(),
                 cronjob::CronJobOptions::with_offset(config.cronjob_clock_offset),
             ),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        // StatefulSets, the storage they claim, and finished Jobs' TTL (issue 20).
+        controller::spawn(
+            statefulset::StatefulSetController::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            volume::VolumeController::new(informers, client.clone()),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            ttlafterfinished::TtlAfterFinishedController::new(informers, client.clone()),
             informers,
             workers,
             shutdown.clone(),

@@ -48,6 +48,7 @@ use tracing::{info, warn};
 
 pub mod atomic_writer;
 pub mod cgroups;
+pub mod claims;
 pub mod container;
 pub mod cri;
 pub mod downward;
@@ -183,10 +184,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         process_runtime.set_pod_cgroups(cgroups.clone());
     }
     let runtime: Arc<dyn cri::Runtime> = Arc::new(process_runtime);
-    let sandbox = Arc::new(sandbox::NodeSandbox::open(
-        &config.root_dir,
-        &config.pod_cidr,
-    )?);
+    let sandbox = Arc::new(
+        sandbox::NodeSandbox::open(&config.root_dir, &config.pod_cidr)?.with_client(client.clone()),
+    );
     let tracker = TaskTracker::new();
 
     let listener = tokio::net::TcpListener::bind(config.listen).await?;

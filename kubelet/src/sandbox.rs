@@ -46,6 +46,8 @@ pub trait PodSandbox: Send + Sync + 'static {
 pub struct NodeSandbox {
     root: PathBuf,
     ips: IpAllocator,
+    /// Reads the claims and volumes of persistentVolumeClaim volumes (`claims.rs`).
+    client: Option<minik_client::Client>,
 }
 
 impl NodeSandbox {
@@ -55,13 +57,21 @@ impl NodeSandbox {
         Ok(NodeSandbox {
             root: root.to_path_buf(),
             ips,
+            client: None,
         })
     }
 
-    fn setup_now(&self, pod: &Pod) -> Result<Sandbox, String> {
+    /// The same sandbox, resolving persistentVolumeClaim volumes through `client`.
+    pub fn with_client(mut self, client: minik_client::Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    fn setup_now(&self, pod: &Pod, claims: &BTreeMap<String, PathBuf>) -> Result<Sandbox, String> {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let ip = self.ips.allocate(&uid).map_err(|e| e.to_string())?;
-        let plan = volumes::plan(&self.root, &uid, pod).map_err(|e| e.to_string())?;
+        let plan =
+            volumes::plan_with_claims(&self.root, &uid, pod, claims).map_err(|e| e.to_string())?;
         volumes::setup(&self.root, &uid, &plan).map_err(|e| e.to_string())?;
         let spec = pod.spec.clone().unwrap_or_default();
         let mut sandbox = Sandbox {
@@ -88,8 +98,13 @@ impl NodeSandbox {
 
 impl PodSandbox for NodeSandbox {
     fn setup<'a>(&'a self, pod: &'a Pod) -> BoxFuture<'a, Result<Sandbox, String>> {
-        let result = self.setup_now(pod);
-        Box::pin(async move { result })
+        Box::pin(async move {
+            let claims = match &self.client {
+                Some(client) => crate::claims::resolve(client, &self.root, pod).await?,
+                None => BTreeMap::new(),
+            };
+            self.setup_now(pod, &claims)
+        })
     }
 
     fn teardown<'a>(&'a self, uid: &'a str) -> BoxFuture<'a, ()> {

@@ -20,9 +20,11 @@
 //! - configMap, secret, downwardAPI and projected volumes are per-pod directories too, whose
 //!   files the pod worker writes with upstream's atomic layout (`projection.rs`,
 //!   `atomic_writer.rs`).
+//! - persistentVolumeClaim → the directory of the volume the claim is bound to, resolved beforehand
+//!   by `claims.rs` (created on first mount; it outlives the pod).
 //! - `readOnly` is not enforced; `subPath` selects a sub-directory of the volume (created if
-//!   missing). Other volume kinds (persistentVolumeClaim, …) are mounted as an empty
-//!   directory and reported in [`VolumePlan::warnings`].
+//!   missing). Other volume kinds are mounted as an empty directory and reported in
+//!   [`VolumePlan::warnings`] (so is a claim nobody resolved, for the fake sandbox).
 //!
 //! The plan is a pure function of the pod ([`plan`]); [`setup`] and [`teardown`] do the I/O.
 
@@ -61,6 +63,8 @@ pub enum VolumeKind {
     /// configMap, secret, downwardAPI or projected: a per-pod directory whose files the pod
     /// worker writes (`projection.rs`, `atomic_writer.rs`) before the containers start.
     Projected,
+    /// A persistentVolumeClaim: its bound volume's directory.
+    Claim,
     /// A kind minik does not implement (named): an empty per-pod directory stands in.
     Unsupported(String),
 }
@@ -128,6 +132,16 @@ pub fn mount_env_name(volume: &str) -> String {
 
 /// Plans the volumes of `pod` under `root` (pure: touches no file).
 pub fn plan(root: &Path, pod_uid: &str, pod: &Pod) -> Result<VolumePlan> {
+    plan_with_claims(root, pod_uid, pod, &BTreeMap::new())
+}
+
+/// [`plan`], with the directory of each persistentVolumeClaim volume (by volume name).
+pub fn plan_with_claims(
+    root: &Path,
+    pod_uid: &str,
+    pod: &Pod,
+    claims: &BTreeMap<String, PathBuf>,
+) -> Result<VolumePlan> {
     let pod_dir = pod_dir(root, pod_uid);
     let spec = pod.spec.as_ref();
     let mut warnings = Vec::new();
@@ -135,7 +149,14 @@ pub fn plan(root: &Path, pod_uid: &str, pod: &Pod) -> Result<VolumePlan> {
         .and_then(|s| s.volumes.as_ref())
         .into_iter()
         .flatten()
-        .map(|v| plan_volume(&pod_dir, v, &mut warnings))
+        .map(|v| match claims.get(&v.name) {
+            Some(path) => Ok(PlannedVolume {
+                name: v.name.clone(),
+                kind: VolumeKind::Claim,
+                path: path.clone(),
+            }),
+            None => plan_volume(&pod_dir, v, &mut warnings),
+        })
         .collect::<Result<_>>()?;
     let containers = spec
         .into_iter()
@@ -266,9 +287,10 @@ impl VolumePlan {
 pub fn setup(root: &Path, pod_uid: &str, plan: &VolumePlan) -> Result<()> {
     for volume in &plan.volumes {
         match &volume.kind {
-            VolumeKind::EmptyDir | VolumeKind::Projected | VolumeKind::Unsupported(_) => {
-                create_dir(&volume.path)?
-            }
+            VolumeKind::EmptyDir
+            | VolumeKind::Projected
+            | VolumeKind::Unsupported(_)
+            | VolumeKind::Claim => create_dir(&volume.path)?,
             VolumeKind::HostPath { type_ } => check_host_path(&volume.path, type_)?,
         }
     }

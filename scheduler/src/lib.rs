@@ -8,7 +8,8 @@
 //! 1. watch every pod and node; keep one `NodeInfo` per node with the requests of its pods
 //!    ([`cache`], [`node_info`]);
 //! 2. queue the pods that have no node and ask for this scheduler ([`queue`]);
-//! 3. pop one and decide: filter the nodes, score the survivors, pick the best ([`algorithm`]);
+//! 3. pop one and decide: filter the nodes (also by their reach of the pod's volumes:
+//!    [`volume_binding`]), score the survivors, pick the best ([`algorithm`]);
 //! 4. assume it onto that node at once (so the next decision counts it), bind on a separate task,
 //!    record `Scheduled` ([`scheduler`], [`writes`]);
 //! 5. if nothing fits, write `PodScheduled=False` with Kubernetes' message and a
@@ -23,6 +24,7 @@ pub mod node_info;
 pub mod quantity;
 pub mod queue;
 pub mod scheduler;
+pub mod volume_binding;
 pub mod writes;
 
 #[cfg(test)]
@@ -115,7 +117,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let client = Client::connect(&config.server, config.kubeconfig.as_deref())?;
     let pods = watcher(Api::<Pod>::all(client.clone()), ListParams::default());
     let nodes = watcher(Api::<Node>::all(client.clone()), ListParams::default());
-    let scheduler = Scheduler::new(config, writes::ApiWrites::new(client));
+    let (volumes, volume_watches) = volume_binding::VolumeLookup::start(&client, shutdown.clone());
+    let scheduler = Scheduler::new(config, writes::ApiWrites::new(client)).with_volumes(volumes);
     scheduler.run(pods, nodes, shutdown).await;
+    let _ = volume_watches.await;
     Ok(())
 }

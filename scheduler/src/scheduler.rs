@@ -19,6 +19,7 @@
 //! (bind, Event, status) run concurrently, up to `parallel_binds` at a time, while the loop goes on
 //! deciding for the next pods. That is what lets one loop place thousands of pods per second.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,10 +33,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
-use crate::algorithm::schedule_on;
+use crate::algorithm::{schedule_on, Reason};
 use crate::cache::SchedulerCache;
 use crate::node_info::{is_terminated, PodRequests};
 use crate::queue::SchedulingQueue;
+use crate::volume_binding::{merge_message, VolumeLookup};
 use crate::writes::SchedulerWrites;
 use crate::Config;
 
@@ -68,6 +70,8 @@ pub struct Scheduler<W> {
     /// Scheduling waits until both watches have listed once, so the first decisions see every node.
     pods_synced: bool,
     nodes_synced: bool,
+    /// The claims, volumes and classes of the VolumeBinding filter (none in unit tests).
+    volumes: Option<VolumeLookup>,
 }
 
 impl<W: SchedulerWrites> Scheduler<W> {
@@ -85,7 +89,14 @@ impl<W: SchedulerWrites> Scheduler<W> {
             binds_in_flight: 0,
             pods_synced: false,
             nodes_synced: false,
+            volumes: None,
         }
+    }
+
+    /// The same scheduler, filtering nodes by the pods' volumes too ([`crate::volume_binding`]).
+    pub fn with_volumes(mut self, volumes: VolumeLookup) -> Self {
+        self.volumes = Some(volumes);
+        self
     }
 
     /// The cache (for tests and diagnostics).
@@ -240,7 +251,22 @@ impl<W: SchedulerWrites> Scheduler<W> {
         let Some(pod) = self.queue.pop() else { return };
         let key = ObjectKey::of(&pod.metadata);
         let requests = PodRequests::of(&pod);
-        match schedule_on(&pod, &requests, self.cache.node_infos()) {
+        let constraint = self.volumes.as_ref().map(|v| v.constraint(&pod));
+        let mut rejected: BTreeMap<Reason, usize> = BTreeMap::new();
+        let nodes = self.cache.node_infos().filter(|info| {
+            let Some(Err(reason)) = constraint.as_ref().map(|c| c.allows(&info.node)) else {
+                return true;
+            };
+            *rejected.entry(reason).or_default() += 1;
+            false
+        });
+        let decision = schedule_on(&pod, &requests, nodes).map_err(|mut unschedulable| {
+            if !rejected.is_empty() {
+                unschedulable.message = merge_message(&unschedulable.message, &rejected);
+            }
+            unschedulable
+        });
+        match decision {
             Ok(node) => {
                 debug!(pod = %key, node = %node, "assumed pod");
                 self.cache.assume(key.clone(), &node, requests);

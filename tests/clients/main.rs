@@ -18,6 +18,7 @@ mod kubectl_ingress; // create ingress, apply an Ingress, get ingress, curl thro
 mod kubectl_jobs; // create job, wait --for=condition=complete, get jobs, logs job/NAME
 mod kubectl_node_port; // expose --type=NodePort, curl the node port; the default IngressClass
 mod kubectl_nodes; // cordon, uncordon, taint nodes, and the scheduler's messages
+mod kubectl_statefulsets; // apply sts with a claim template, rollout status sts, scale sts, get sts/pvc/sc
 mod kubectl_token; // a secure cluster: default ServiceAccounts, create token, the kubernetes Service
 mod kubectl_verbs; // get (plain, wide, yaml, -w), describe, wait, delete, logs
 mod kubectl_workloads; // create deployment, scale, set image/env, rollout …, delete --cascade

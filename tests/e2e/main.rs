@@ -14,6 +14,7 @@ mod fidelity; // issue 19: probes while terminating, initialDelay, deadlines, ga
 mod hook_orphans; // a preStop's setsid child goes with the force-deleted pod
 mod images; // busybox, python, nginx, agnhost as written; 300 short-lived pods on one /24
 mod ingress; // the ingress controller: host/path routing, removal within its lag
+mod job_policies; // ttlSecondsAfterFinished, podFailurePolicy FailJob on an exit code and Ignore on an eviction
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
 mod limits; // a fork bomb stopped by the pod pids limit
 mod loadbalancer; // the batched load balancer, node ports
@@ -26,6 +27,8 @@ mod security; // 401, foreign CAs, a viewer's 403, the kubelet's authz, minik pr
 mod services; // endpoints and the proxy
 mod sidecars; // init containers with restartPolicy Always
 mod slices; // EndpointSlices during a graceful deletion, the proxy's last-resort endpoints
+mod statefulset_rollout; // partitioned rolling update, kill -9 mid-rollout: no duplicate ordinal
+mod statefulsets; // ordered start/stop, identity and data across deletion, claim retention
 mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress deadline
 mod supervision; // minik up restarts every component killed with -9, no write lost
 mod up; // minik up, status, down

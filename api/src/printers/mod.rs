@@ -19,6 +19,7 @@ pub mod networking;
 pub mod pod;
 pub mod policy;
 pub mod service;
+pub mod storage;
 pub mod workloads;
 
 use jiff::Timestamp;
@@ -56,6 +57,12 @@ const fn col(name: &'static str, priority: i32) -> Column {
 
 /// The columns of a kind, in upstream's order (NAME, AGE for kinds without a printer).
 pub fn columns(kind: &str) -> Vec<Column> {
+    if let Some(spec) = storage::columns(kind) {
+        return spec
+            .iter()
+            .map(|(name, priority)| col(name, *priority))
+            .collect();
+    }
     if let Some(spec) = controllers::columns(kind) {
         return spec
             .iter()
@@ -196,6 +203,9 @@ pub fn full_cells(
     object: &Value,
     now: Timestamp,
 ) -> Result<Vec<String>, serde_json::Error> {
+    if let Some(cells) = storage::cells(kind, object, now) {
+        return cells;
+    }
     if let Some(cells) = controllers::cells(kind, object, now) {
         return cells;
     }

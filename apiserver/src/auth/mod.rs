@@ -173,6 +173,9 @@ fn pod_node(state: &AppState, attributes: &attributes::Attributes) -> Option<Str
         return None;
     }
     let resource = attributes.resource.as_str();
+    if resource == "persistentvolumes" {
+        return volume_used_by_node(state, node, &attributes.name).then(|| node.to_string());
+    }
     if node::POD_REFERENCED.contains(&resource) {
         // Upstream's graph edge, found by scanning the namespace's pods.
         let prefix = format!("/registry/pods/{}/", attributes.namespace);
@@ -191,6 +194,21 @@ fn pod_node(state: &AppState, attributes: &attributes::Attributes) -> Option<Str
     );
     let record = state.storage.get(&key).ok()??;
     record.value["spec"]["nodeName"].as_str().map(String::from)
+}
+
+/// The graph's pod → pvc → pv path: one of the node's pods mounts a claim bound to `volume`.
+fn volume_used_by_node(state: &AppState, node: &str, volume: &str) -> bool {
+    let Ok((pods, _)) = state.storage.list("/registry/pods/") else {
+        return false;
+    };
+    pods.iter().any(|pod| {
+        let namespace = pod.value["metadata"]["namespace"].as_str().unwrap_or("");
+        node::claims_of(&pod.value, node).into_iter().any(|claim| {
+            let key = format!("/registry/persistentvolumeclaims/{namespace}/{claim}");
+            matches!(state.storage.get(&key), Ok(Some(record))
+                if record.value["spec"]["volumeName"].as_str() == Some(volume))
+        })
+    })
 }
 
 /// 403 as upstream words it (docs/security.md#n4, #n5).

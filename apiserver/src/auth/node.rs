@@ -107,6 +107,23 @@ pub fn authorize(node: &str, attributes: &Attributes, pod_node: Option<&str>) ->
     }
 }
 
+/// The claims a pod bound to `node` (and not terminated) mounts: the graph's pod → PVC edges,
+/// which lead on to the PersistentVolume each claim is bound to (pvc → pv).
+pub fn claims_of<'a>(pod: &'a Value, node: &str) -> Vec<&'a str> {
+    let terminated = matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    );
+    if pod["spec"]["nodeName"].as_str() != Some(node) || terminated {
+        return Vec::new();
+    }
+    references(&pod["spec"])
+        .into_iter()
+        .filter(|(kind, _)| *kind == "persistentvolumeclaims")
+        .map(|(_, name)| name)
+        .collect()
+}
+
 /// The resources a node reads only through a pod that uses them.
 pub const POD_REFERENCED: &[&str] = &["secrets", "configmaps", "persistentvolumeclaims"];
 

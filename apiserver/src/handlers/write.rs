@@ -91,6 +91,10 @@ async fn create_object(
         }
         // Admission, as upstream's DefaultIngressClass plugin: a classless Ingress gets the default.
         ("Ingress", Some(_)) => registry::networking::admit_ingress(state.storage.as_ref(), body)?,
+        // DefaultStorageClass admission (issue 20).
+        ("PersistentVolumeClaim", Some(_)) => {
+            registry::storage_kinds::admit_claim(state.storage.as_ref(), body)?
+        }
         _ => body,
     };
     let (_allocation, used) = service_allocations(state, info).await?;

@@ -41,7 +41,12 @@ pub fn list_strategy(kind: &str, path: &[&str]) -> ListStrategy {
         },
         // A workload's pod template patches like a pod: `spec.template.spec.containers` merge by
         // name (`kubectl set image`), as the `PodTemplateSpec` tags say.
-        "Deployment" | "ReplicaSet" | "Job" | "ReplicationController" | "DaemonSet" => match path {
+        "Deployment"
+        | "ReplicaSet"
+        | "Job"
+        | "ReplicationController"
+        | "DaemonSet"
+        | "StatefulSet" => match path {
             ["spec", "template", pod_path @ ..] => pod_list(pod_path),
             _ => Replace,
         },

@@ -7,7 +7,8 @@
 //! [`object_meta`] (every object's metadata: shape, labels, annotations, finalizers), [`pods`] (defaults, validation, immutability, binding), [`serviceaccounts`] (the pod admission
 //! that mounts the account's token), [`services`] (cluster IP allocation) and [`node_ports`],
 //! [`workloads`] (Deployments and ReplicaSets), [`jobs`], [`networking`] (Ingresses and their classes), [`controllers`] (ReplicationControllers,
-//! DaemonSets and CronJobs), [`disruption`] (PodDisruptionBudgets), [`configmaps`] and [`secrets`]
+//! DaemonSets and CronJobs), [`storage_kinds`] (StatefulSets, PVs, PVCs, StorageClasses, the
+//! DefaultStorageClass admission), [`disruption`] (PodDisruptionBudgets), [`configmaps`] and [`secrets`]
 //! (keys, Secret types, `stringData`, `immutable`), [`scale`] (the autoscaling/v1 Scale view),
 //! [`propagation`] (garbage-collection finalizers) and [`deletion`] (graceful delete). Every
 //! object is round-tripped through its typed k8s-openapi struct, so what is stored is exactly
@@ -30,6 +31,7 @@ pub mod scale;
 pub mod secrets;
 pub mod serviceaccounts;
 pub mod services;
+pub mod storage_kinds;
 pub mod workloads;
 
 use minik_api::apps::ControllerRevision;
@@ -62,6 +64,10 @@ pub fn has_status_subresource(kind: &str) -> bool {
             | "DaemonSet"
             | "CronJob"
             | "Ingress"
+            // StatefulSets and the storage they claim (issue 20).
+            | "StatefulSet"
+            | "PersistentVolume"
+            | "PersistentVolumeClaim"
     )
 }
 
@@ -161,6 +167,11 @@ pub fn prepare_create(
         "CronJob" => controllers::prepare_create_cron_job(object)?,
         "Ingress" => networking::prepare_create_ingress(object)?,
         "IngressClass" => networking::prepare_create_class(object)?,
+        // StatefulSets and the storage they claim (issue 20).
+        "StatefulSet" => storage_kinds::prepare_create_stateful_set(object)?,
+        "PersistentVolume" => storage_kinds::prepare_create_volume(object)?,
+        "PersistentVolumeClaim" => storage_kinds::prepare_create_claim(object)?,
+        "StorageClass" => storage_kinds::prepare_create_class(object)?,
         kind => normalize(object, kind)?,
     };
     check_size(&object)?;
@@ -241,6 +252,11 @@ pub fn prepare_update(
         "CronJob" => controllers::prepare_update_cron_job(object)?,
         "Ingress" => networking::prepare_update_ingress(object)?,
         "IngressClass" => networking::prepare_update_class(object, old)?,
+        // StatefulSets and the storage they claim (issue 20).
+        "StatefulSet" => storage_kinds::prepare_update_stateful_set(object, old)?,
+        "PersistentVolume" => storage_kinds::prepare_update_volume(object)?,
+        "PersistentVolumeClaim" => storage_kinds::prepare_update_claim(object, old)?,
+        "StorageClass" => storage_kinds::prepare_update_class(object, old)?,
         kind => normalize(object, kind)?,
     };
     bump_generation(&mut object, old, info.kind);

@@ -20,7 +20,10 @@ use crate::error::ApiResult;
 
 /// Whether `kind` has a `scale` subresource.
 pub fn has_scale_subresource(kind: &str) -> bool {
-    matches!(kind, "Deployment" | "ReplicaSet" | "ReplicationController")
+    matches!(
+        kind,
+        "Deployment" | "ReplicaSet" | "ReplicationController" | "StatefulSet"
+    )
 }
 
 /// The Scale of a stored object: its identity, `spec.replicas`, and the observed count.

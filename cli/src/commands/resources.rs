@@ -184,8 +184,10 @@ mod tests {
         );
         assert!(targets(&args(&["deployment.batch/web"])).is_err());
         assert_eq!(
-            targets(&args(&["statefulsets"])).unwrap_err().to_string(),
-            "the server doesn't have a resource type \"statefulsets\""
+            targets(&args(&["volumeattachments"]))
+                .unwrap_err()
+                .to_string(),
+            "the server doesn't have a resource type \"volumeattachments\""
         );
     }
 

@@ -70,12 +70,13 @@ async fn invalid_object_prints_the_causes_and_exits_1() {
 #[tokio::test(flavor = "multi_thread")]
 async fn unknown_kind_is_refused() {
     let server = Server::start().await;
-    let (_dir, path) = manifest("apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: web\n");
+    let (_dir, path) =
+        manifest("apiVersion: storage.k8s.io/v1\nkind: VolumeAttachment\nmetadata:\n  name: web\n");
     let run = server.minik(&["apply", "-f", &path]).await;
     assert_eq!(run.code, 1);
     assert!(
         run.stderr
-            .contains("no matches for kind \"StatefulSet\" in version \"apps/v1\""),
+            .contains("no matches for kind \"VolumeAttachment\" in version \"storage.k8s.io/v1\""),
         "{run:?}"
     );
 }

@@ -50,7 +50,7 @@ async fn usage_errors_exit_1() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("--bogus"), "{run:?}");
     let run = Run::from(
-        minik_command(&["get", "statefulsets", "--server", "http://127.0.0.1:1"])
+        minik_command(&["get", "volumeattachments", "--server", "http://127.0.0.1:1"])
             .output()
             .await
             .unwrap(),
@@ -59,7 +59,7 @@ async fn usage_errors_exit_1() {
         (run.code, run.stderr.as_str()),
         (
             1,
-            "error: the server doesn't have a resource type \"statefulsets\"\n"
+            "error: the server doesn't have a resource type \"volumeattachments\"\n"
         )
     );
     let run = Run::from(minik_command(&["--help"]).output().await.unwrap());

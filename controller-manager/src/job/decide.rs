@@ -205,6 +205,14 @@ const DEADLINE_EXCEEDED: Target = Target {
     message: "Job was active longer than specified deadline",
 };
 
+/// A FailJob rule of the `podFailurePolicy` matched a failed pod (the condition written then
+/// carries the pod and the rule).
+pub const POD_FAILURE_POLICY: Target = Target {
+    type_: "FailureTarget",
+    reason: "PodFailurePolicy",
+    message: "Job failed by a FailJob rule of its pod failure policy",
+};
+
 /// The target already recorded in the Job's conditions, if any.
 pub fn recorded_target(conditions: &[JobCondition]) -> Option<Target> {
     let has = |type_: &str| {
@@ -218,6 +226,7 @@ pub fn recorded_target(conditions: &[JobCondition]) -> Option<Target> {
     let failure = has("FailureTarget")?;
     Some(match failure.reason.as_deref() {
         Some("DeadlineExceeded") => DEADLINE_EXCEEDED,
+        Some("PodFailurePolicy") => POD_FAILURE_POLICY,
         _ => BACKOFF_EXCEEDED,
     })
 }

@@ -21,10 +21,15 @@
 //!
 //! Indexed Jobs start the lowest pending indexes ([`indexed`]) and report `completedIndexes`.
 //!
-//! minik simplifies: no `podFailurePolicy`, `successPolicy`, `backoffLimitPerIndex`, no
-//! ttl-after-finished, no 500-pods-per-sync batching beyond one burst.
+//! A `podFailurePolicy` ([`failure_policy`]) judges each newly failed pod before it is recorded:
+//! FailJob fails the Job, Ignore releases the pod uncounted. The TTL after finishing is another
+//! controller's (`ttlafterfinished`).
+//!
+//! minik simplifies: no `successPolicy`, `backoffLimitPerIndex`, no 500-pods-per-sync batching
+//! beyond one burst.
 
 pub mod decide;
+pub mod failure_policy;
 pub mod indexed;
 mod pods;
 pub mod status;

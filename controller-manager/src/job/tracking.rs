@@ -18,7 +18,7 @@ use minik_client::Patch;
 use tracing::{debug, info};
 
 use super::decide::{self, PodState, Uncounted, Wanted};
-use super::{status, JobController};
+use super::{failure_policy, status, JobController};
 use crate::ownership::controller_of;
 
 impl JobController {
@@ -32,7 +32,15 @@ impl JobController {
         let mut uncounted = Uncounted::of(&job);
         let deleting_is_ours = Wanted::of(&job).suspend || decided(&job);
         let released = self.released_uids();
-        let fresh = decide::newly_finished(pods, &uncounted, &released, deleting_is_ours);
+        let mut fresh = decide::newly_finished(pods, &uncounted, &released, deleting_is_ours);
+        let policy = job.spec.as_ref().and_then(|s| s.pod_failure_policy.clone());
+        let outcome = policy
+            .map(|policy| failure_policy::apply(&policy, pods, &mut fresh))
+            .unwrap_or_default();
+        if let Some(message) = outcome.fail_job.filter(|_| !decided(&job)) {
+            info!(job = %key, %message, "pod failure policy: FailJob");
+            set_failure_target(&mut job, &message);
+        }
         if !fresh.is_empty() {
             uncounted.extend(&fresh);
             let observed = self.observe(&job, pods, uncounted.clone());
@@ -46,8 +54,16 @@ impl JobController {
         let recorded = pods
             .iter()
             .filter(|pod| uncounted.contains(pod.metadata.uid.as_deref().unwrap_or_default()));
+        let ignored = pods.iter().filter(|pod| {
+            let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+            outcome.ignored.iter().any(|i| i == uid)
+        });
+        if !outcome.ignored.is_empty() {
+            info!(job = %key, pods = outcome.ignored.len(), "pod failure policy: failures ignored");
+        }
         let to_release: Vec<&Pod> = recorded
             .chain(stray)
+            .chain(ignored)
             .copied()
             .filter(|pod| decide::has_tracking_finalizer(pod))
             .collect();
@@ -142,6 +158,24 @@ pub(super) fn tracked_orphan(pod: &Pod, name: &str, live_uid: Option<&str>) -> b
         && reference.name == name
         && Some(reference.uid.as_str()) != live_uid
         && decide::has_tracking_finalizer(pod)
+}
+
+/// Records FailureTarget (reason PodFailurePolicy) with the FailJob rule's message; it is written
+/// with the uncounted pods, so a restarted controller still knows why the Job fails.
+fn set_failure_target(job: &mut Job, message: &str) {
+    let condition = minik_api::batch::JobCondition {
+        type_: "FailureTarget".into(),
+        status: "True".into(),
+        reason: Some("PodFailurePolicy".into()),
+        message: Some(message.into()),
+        last_transition_time: Some(minik_api::meta::Time(jiff::Timestamp::now())),
+        last_probe_time: Some(minik_api::meta::Time(jiff::Timestamp::now())),
+    };
+    let status = job.status.get_or_insert_with(Default::default);
+    status
+        .conditions
+        .get_or_insert_with(Vec::new)
+        .push(condition);
 }
 
 /// Whether the Job already has SuccessCriteriaMet or FailureTarget.

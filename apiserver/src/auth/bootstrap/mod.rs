@@ -168,6 +168,68 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
                 events(),
             ],
         ),
+        // StatefulSets, the volume binder with minik's local-path provisioner, the TTL controller
+        // (issue 20), as upstream's `buildControllerRoles`.
+        role(
+            "system:controller:statefulset-controller",
+            vec![
+                rule(&["list", "watch"], &["apps"], &["statefulsets"]),
+                rule(
+                    &["update", "patch"],
+                    &["apps"],
+                    &["statefulsets/status", "statefulsets/finalizers"],
+                ),
+                rule(
+                    &[
+                        "get", "list", "watch", "create", "delete", "update", "patch",
+                    ],
+                    &[""],
+                    &["pods"],
+                ),
+                rule(
+                    &["get", "create", "delete", "update", "patch"],
+                    &[""],
+                    &["persistentvolumeclaims"],
+                ),
+                events(),
+            ],
+        ),
+        role(
+            "system:controller:persistent-volume-binder",
+            vec![
+                rule(
+                    &[
+                        "create", "delete", "get", "list", "update", "patch", "watch",
+                    ],
+                    &[""],
+                    &["persistentvolumes"],
+                ),
+                rule(
+                    &["update", "patch"],
+                    &[""],
+                    &["persistentvolumes/status", "persistentvolumeclaims/status"],
+                ),
+                rule(
+                    &["get", "list", "update", "patch", "watch"],
+                    &[""],
+                    &["persistentvolumeclaims"],
+                ),
+                rule(&["get", "list", "watch"], &[""], &["pods", "nodes"]),
+                rule(
+                    &["get", "list", "watch"],
+                    &["storage.k8s.io"],
+                    &["storageclasses"],
+                ),
+                events(),
+            ],
+        ),
+        role(
+            "system:controller:ttl-after-finished-controller",
+            vec![
+                rule(&["delete", "get", "list", "watch"], &["batch"], &["jobs"]),
+                events(),
+            ],
+        ),
         role(
             "system:controller:node-controller",
             vec![
@@ -358,6 +420,9 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
         "cronjob-controller",
         "root-ca-cert-publisher",
         "generic-garbage-collector",
+        "statefulset-controller",
+        "persistent-volume-binder",
+        "ttl-after-finished-controller",
     ] {
         let user = subject("User", "system:kube-controller-manager");
         bindings.push(binding(

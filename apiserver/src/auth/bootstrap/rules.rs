@@ -228,6 +228,8 @@ pub(super) fn scheduler_rules() -> Vec<PolicyRule> {
         rule(&["create"], &[""], &["pods/binding", "bindings"]),
         rule(&["patch", "update"], &[""], &["pods/status"]),
         rule(READ, &["apps"], &["replicasets", "statefulsets"]),
+        // The VolumeBinding filter reads the claims' classes (issue 20).
+        rule(READ, &["storage.k8s.io"], &["storageclasses"]),
     ]
 }
 
