@@ -53,6 +53,7 @@ pub mod env;
 pub mod envvars;
 pub mod hooks;
 pub mod images;
+pub mod memory;
 pub mod network;
 pub mod node;
 pub mod phase;
@@ -66,6 +67,7 @@ pub mod sandbox;
 pub mod server;
 pub mod shim;
 pub mod sources;
+pub mod stats;
 pub mod status;
 pub mod sync_loop;
 pub mod terminate;
@@ -181,6 +183,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     )?);
     let tracker = TaskTracker::new();
 
+    let stats_cache = stats::StatsCache::default();
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let port = listener.local_addr()?.port();
     let state = server::ServerState {
@@ -190,6 +193,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             client: client.clone(),
             node_name: config.node_name.clone(),
         }),
+        stats: stats_cache.clone(),
     };
     let tls = config.tls.clone();
     let https = tls.is_some();
@@ -228,6 +232,18 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             runtime.clone(),
             reporter.clone(),
             config.pod_pids_limit,
+            shutdown.clone(),
+        ));
+        // Usage for `/stats/summary`, and the memory-limit watchdog fed by each sample.
+        let (limits, limits_watch) =
+            memory::Limits::watch(client.clone(), &config.node_name, shutdown.clone());
+        tracker.spawn(limits_watch);
+        let oom_reporter: Arc<dyn reporter::PodReporter> = reporter.clone();
+        tracker.spawn(stats::run(
+            runtime.clone(),
+            config.node_name.clone(),
+            stats_cache,
+            move |sampled: &[stats::Sampled]| limits.enforce(sampled, &oom_reporter),
             shutdown.clone(),
         ));
         let ctx = Arc::new(pod_worker::WorkerContext {
