@@ -259,6 +259,24 @@ pub const RESOURCES: &[ResourceInfo] = &[
         namespaced: false,
         api_version: "networking.k8s.io/v1",
     },
+    // Resource metrics and autoscaling (issues 18 and 20): the APIService that registers
+    // metrics-server's group with the aggregation layer, and HorizontalPodAutoscalers.
+    ResourceInfo {
+        kind: "APIService",
+        plural: "apiservices",
+        singular: "apiservice",
+        short_names: &[],
+        namespaced: false,
+        api_version: "apiregistration.k8s.io/v1",
+    },
+    ResourceInfo {
+        kind: "HorizontalPodAutoscaler",
+        plural: "horizontalpodautoscalers",
+        singular: "horizontalpodautoscaler",
+        short_names: &["hpa"],
+        namespaced: true,
+        api_version: "autoscaling/v2",
+    },
 ];
 
 /// Finds a kind by any name a user may type: plural, singular, short name or Kind (any case).
