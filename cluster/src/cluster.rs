@@ -80,6 +80,8 @@ pub struct ClusterConfig {
     pub loadbalancer_metrics_listen: SocketAddr,
     /// More flags for the load balancer (`--batch-period 1s`, …).
     pub loadbalancer_args: Vec<String>,
+    /// More flags for metrics-server (`--metric-resolution 1s`, …).
+    pub metrics_server_args: Vec<String>,
     /// Print kind-style progress lines on stdout.
     pub progress: bool,
     /// Cancelling it aborts a start in progress (what has started is stopped again).
@@ -119,6 +121,7 @@ impl Default for ClusterConfig {
             ingress_args: Vec::new(),
             loadbalancer_metrics_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             loadbalancer_args: Vec::new(),
+            metrics_server_args: Vec::new(),
             progress: true,
             interrupt: CancellationToken::new(),
             mode: Mode::Processes,

@@ -38,6 +38,8 @@ pub enum Component {
     Ingress,
     /// `minik loadbalancer`: LoadBalancer Services, programmed in batches.
     LoadBalancer,
+    /// `minik metrics-server`: the kubelets' usage as `metrics.k8s.io` (`kubectl top`, the HPA).
+    MetricsServer,
 }
 
 /// How the launcher knows a component is ready before it starts the next one.
@@ -56,7 +58,7 @@ pub(crate) type Run = Pin<Box<dyn Future<Output = std::result::Result<(), String
 
 impl Component {
     /// Every component, in start order; a cluster stops them in the reverse order.
-    pub const ALL: [Component; 8] = [
+    pub const ALL: [Component; 9] = [
         Component::Apiserver,
         Component::Scheduler,
         Component::ControllerManager,
@@ -65,6 +67,7 @@ impl Component {
         Component::Proxy,
         Component::Ingress,
         Component::LoadBalancer,
+        Component::MetricsServer,
     ];
 
     /// The `minik` subcommand that runs it: its name, but `kube-proxy` for the proxy, since
@@ -87,6 +90,7 @@ impl Component {
             Component::Proxy => "proxy",
             Component::Ingress => "ingress",
             Component::LoadBalancer => "loadbalancer",
+            Component::MetricsServer => "metrics-server",
         }
     }
 
@@ -200,6 +204,10 @@ impl Component {
                 );
                 args.extend(config.loadbalancer_args.iter().cloned());
             }
+            Component::MetricsServer => {
+                flag("--server", server);
+                args.extend(config.metrics_server_args.iter().cloned());
+            }
             Component::Scheduler | Component::EndpointController => flag("--server", server),
         }
         args
@@ -225,6 +233,7 @@ impl Component {
             Component::Proxy => run!(minik_proxy),
             Component::Ingress => run!(minik_ingress),
             Component::LoadBalancer => run!(minik_loadbalancer),
+            Component::MetricsServer => run!(minik_metrics_server),
         })
     }
 }

@@ -33,6 +33,7 @@ pub struct ClusterBuilder {
     pub(crate) pod_pids_limit: Option<i64>,
     pub(crate) ingress: Option<Vec<String>>,
     pub(crate) loadbalancer: Option<Vec<String>>,
+    pub(crate) metrics_server: Option<Vec<String>>,
 }
 
 impl Default for ClusterBuilder {
@@ -51,6 +52,7 @@ impl Default for ClusterBuilder {
             pod_pids_limit: None,
             ingress: None,
             loadbalancer: None,
+            metrics_server: None,
         }
     }
 }
@@ -137,6 +139,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// Start metrics-server too, with these extra flags (`--metric-resolution 1s`). Off by
+    /// default in tests; `minik up` always starts it.
+    pub fn metrics_server(mut self, args: &[&str]) -> Self {
+        self.metrics_server = Some(args.iter().map(|a| a.to_string()).collect());
+        self
+    }
+
     /// Starts the cluster and waits until it is ready.
     pub async fn start(self) -> Result<Cluster> {
         init_logging();
@@ -160,6 +169,7 @@ impl ClusterBuilder {
             Component::EndpointController => self.endpoint_controller,
             Component::Ingress => self.ingress.is_some(),
             Component::LoadBalancer => self.loadbalancer.is_some(),
+            Component::MetricsServer => self.metrics_server.is_some(),
             _ => true,
         });
         ClusterConfig {
@@ -189,6 +199,7 @@ impl ClusterBuilder {
                 .unwrap_or_default(),
             ingress_args: self.ingress.clone().unwrap_or_default(),
             loadbalancer_args: self.loadbalancer.clone().unwrap_or_default(),
+            metrics_server_args: self.metrics_server.clone().unwrap_or_default(),
             progress: false,
             mode: if self.processes {
                 Mode::Processes
