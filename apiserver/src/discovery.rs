@@ -76,7 +76,12 @@ pub async fn api_groups(State(state): State<AppState>) -> Response {
         .chain(aggregated)
         .map(|(group, version)| {
             let gv = json!({"groupVersion": format!("{group}/{version}"), "version": version});
-            json!({"name": group, "versions": [gv.clone()], "preferredVersion": gv})
+            let mut versions = vec![gv.clone()];
+            if group == "autoscaling" {
+                // v1 HorizontalPodAutoscalers, converted (`autoscaling_v1.rs`); v2 preferred.
+                versions.push(json!({"groupVersion": "autoscaling/v1", "version": "v1"}));
+            }
+            json!({"name": group, "versions": versions, "preferredVersion": gv})
         })
         .collect();
     json_response(

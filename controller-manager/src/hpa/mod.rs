@@ -54,7 +54,11 @@ impl HorizontalController {
             autoscalers: hpa_informer.store(),
             pods: informers.informer::<Pod>().store(),
             queue: Arc::new(WorkQueue::new()),
-            recorder: minik_client::events::Recorder::new(client.clone(), "horizontal-pod-autoscaler", None),
+            recorder: minik_client::events::Recorder::new(
+                client.clone(),
+                "horizontal-pod-autoscaler",
+                None,
+            ),
             client,
             sync_period,
             recommendations: Mutex::new(HashMap::new()),
@@ -85,65 +89,133 @@ impl HorizontalController {
         result
     }
 
-    async fn reconcile(&self, key: &ObjectKey, hpa: &HorizontalPodAutoscaler) -> minik_client::Result<()> {
+    async fn reconcile(
+        &self,
+        key: &ObjectKey,
+        hpa: &HorizontalPodAutoscaler,
+    ) -> minik_client::Result<()> {
         let namespace = key.namespace.clone().unwrap_or_else(|| "default".into());
         let spec = hpa.spec.clone().unwrap_or_default();
         let target = &spec.scale_target_ref;
         let api_version = target.api_version.as_deref().unwrap_or_default();
-        let Some(scale_path) = scale_path(&namespace, api_version, &target.kind, &target.name) else {
-            let message = format!("the HPA controller was unable to get the target's current scale: no {} {:?}", target.kind, target.api_version);
-            return self.write_status(key, hpa, Outcome::failed("FailedGetScale", &message, 0)).await;
+        let Some(scale_path) = scale_path(&namespace, api_version, &target.kind, &target.name)
+        else {
+            let message = format!(
+                "the HPA controller was unable to get the target's current scale: no {} {:?}",
+                target.kind, target.api_version
+            );
+            return self
+                .write_status(key, hpa, Outcome::failed("FailedGetScale", &message, 0))
+                .await;
         };
-        let scale = match self.client.request_json(Method::GET, &scale_path, None).await {
+        let scale = match self
+            .client
+            .request_json(Method::GET, &scale_path, None)
+            .await
+        {
             Ok(scale) => scale,
             Err(e) => {
-                let message = format!("the HPA controller was unable to get the target's current scale: {e}");
-                return self.write_status(key, hpa, Outcome::failed("FailedGetScale", &message, 0)).await;
+                let message =
+                    format!("the HPA controller was unable to get the target's current scale: {e}");
+                return self
+                    .write_status(key, hpa, Outcome::failed("FailedGetScale", &message, 0))
+                    .await;
             }
         };
-        let current = scale.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0) as i32;
+        let current = scale
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0) as i32;
         if current == 0 && spec.min_replicas.unwrap_or(1) != 0 {
             let outcome = Outcome::disabled(current);
             return self.write_status(key, hpa, outcome).await;
         }
-        let selector = scale.pointer("/status/selector").and_then(Value::as_str).unwrap_or("");
+        let selector = scale
+            .pointer("/status/selector")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let Some(target_percent) = status::cpu_target(&spec) else {
-            let message = "minik's HPA supports only a Resource metric for cpu with an Utilization target";
-            return self.write_status(key, hpa, Outcome::failed("InvalidMetricSourceType", message, current)).await;
+            let message =
+                "minik's HPA supports only a Resource metric for cpu with an Utilization target";
+            return self
+                .write_status(
+                    key,
+                    hpa,
+                    Outcome::failed("InvalidMetricSourceType", message, current),
+                )
+                .await;
         };
         let samples = match self.samples(&namespace, selector).await {
             Ok(samples) => samples,
             Err(message) => {
-                return self.write_status(key, hpa, Outcome::failed("FailedGetResourceMetric", &message, current)).await;
+                return self
+                    .write_status(
+                        key,
+                        hpa,
+                        Outcome::failed("FailedGetResourceMetric", &message, current),
+                    )
+                    .await;
             }
         };
         let recommendation = match replicas::cpu_replicas(current, target_percent, &samples) {
             Ok(recommendation) => recommendation,
             Err(e @ (CalcError::MissingRequest | CalcError::NoMetrics)) => {
                 let message = format!("failed to get cpu utilization: {e}");
-                return self.write_status(key, hpa, Outcome::failed("FailedGetResourceMetric", &message, current)).await;
+                return self
+                    .write_status(
+                        key,
+                        hpa,
+                        Outcome::failed("FailedGetResourceMetric", &message, current),
+                    )
+                    .await;
             }
         };
         let behavior = status::behavior(&spec);
         let stabilized = {
-            let mut all = self.recommendations.lock().unwrap_or_else(|e| e.into_inner());
+            let mut all = self
+                .recommendations
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             let history = all.entry(key.clone()).or_default();
-            replicas::stabilize(history, Instant::now(), current, recommendation.replicas, &behavior)
+            replicas::stabilize(
+                history,
+                Instant::now(),
+                current,
+                recommendation.replicas,
+                &behavior,
+            )
         };
-        let (desired, limited) = replicas::bound(current, stabilized, spec.min_replicas.unwrap_or(1), spec.max_replicas, &behavior);
+        let (desired, limited) = replicas::bound(
+            current,
+            stabilized,
+            spec.min_replicas.unwrap_or(1),
+            spec.max_replicas,
+            &behavior,
+        );
         let mut outcome = Outcome::computed(current, desired, recommendation, limited);
+        outcome.stabilized = stabilized;
         if desired != current {
             let mut scaled = scale.clone();
             scaled["spec"]["replicas"] = Value::from(desired);
-            if let Err(e) = self.client.request_json(Method::PUT, &scale_path, Some(&scaled)).await {
-                let message = format!("the HPA controller was unable to update the target scale: {e}");
-                return self.write_status(key, hpa, Outcome::failed_update(&message, current)).await;
+            if let Err(e) = self
+                .client
+                .request_json(Method::PUT, &scale_path, Some(&scaled))
+                .await
+            {
+                let message =
+                    format!("the HPA controller was unable to update the target scale: {e}");
+                return self
+                    .write_status(key, hpa, Outcome::failed_update(&message, current))
+                    .await;
             }
             let reason = if desired > current { "above" } else { "below" };
             let message = format!("New size: {desired}; reason: cpu resource utilization (percentage of request) {reason} target");
             info!(hpa = %key, from = current, to = desired, utilization = recommendation.utilization, target = target_percent, "rescaled");
             let reference = minik_client::events::object_reference(hpa);
-            let _ = self.recorder.publish(&reference, "Normal", "SuccessfulRescale", &message).await;
+            let _ = self
+                .recorder
+                .publish(&reference, "Normal", "SuccessfulRescale", &message)
+                .await;
             outcome.rescaled = true;
         }
         self.write_status(key, hpa, outcome).await
@@ -151,7 +223,8 @@ impl HorizontalController {
 
     /// The target's pods with their CPU requests, readiness and usage.
     async fn samples(&self, namespace: &str, selector: &str) -> Result<Vec<PodSample>, String> {
-        let parsed = LabelSelector::parse(selector).map_err(|e| format!("invalid selector {selector:?}: {}", e.0))?;
+        let parsed = LabelSelector::parse(selector)
+            .map_err(|e| format!("invalid selector {selector:?}: {}", e.0))?;
         let pods: Vec<Arc<Pod>> = self
             .pods
             .state()
@@ -160,7 +233,10 @@ impl HorizontalController {
             .filter(|p| parsed.matches(p.metadata.labels.as_ref().unwrap_or(&Default::default())))
             .filter(|p| status::counts(p))
             .collect();
-        let path = format!("/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods?labelSelector={}", encode(selector));
+        let path = format!(
+            "/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods?labelSelector={}",
+            encode(selector)
+        );
         let metrics = self
             .client
             .request_json(Method::GET, &path, None)
@@ -171,13 +247,20 @@ impl HorizontalController {
             .iter()
             .map(|pod| PodSample {
                 request_milli: status::cpu_request_milli(pod),
-                usage_milli: usage.get(pod.metadata.name.as_deref().unwrap_or("")).copied(),
+                usage_milli: usage
+                    .get(pod.metadata.name.as_deref().unwrap_or(""))
+                    .copied(),
                 ready: status::is_ready(pod),
             })
             .collect())
     }
 
-    async fn write_status(&self, key: &ObjectKey, hpa: &HorizontalPodAutoscaler, outcome: Outcome) -> minik_client::Result<()> {
+    async fn write_status(
+        &self,
+        key: &ObjectKey,
+        hpa: &HorizontalPodAutoscaler,
+        outcome: Outcome,
+    ) -> minik_client::Result<()> {
         let next = status::next_status(hpa, &outcome, jiff::Timestamp::now());
         if hpa.status.as_ref() == Some(&next) {
             return Ok(());
@@ -195,14 +278,20 @@ impl HorizontalController {
 /// `/apis/apps/v1/namespaces/NS/deployments/NAME/scale` for a target reference.
 pub fn scale_path(namespace: &str, api_version: &str, kind: &str, name: &str) -> Option<String> {
     let info = minik_api::resource::by_kind(api_version, kind)?;
-    Some(format!("{}/namespaces/{namespace}/{}/{name}/scale", info.group_version_path(), info.plural))
+    Some(format!(
+        "{}/namespaces/{namespace}/{}/{name}/scale",
+        info.group_version_path(),
+        info.plural
+    ))
 }
 
 /// Percent-encodes a label selector for a query string.
 fn encode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             other => format!("%{other:02X}"),
         })
         .collect()

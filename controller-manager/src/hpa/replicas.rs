@@ -66,11 +66,17 @@ pub fn cpu_replicas(
         return Err(CalcError::MissingRequest);
     }
     let request = |p: &PodSample| p.request_milli.unwrap_or(0);
-    let measured: Vec<&PodSample> = pods.iter().filter(|p| p.ready && p.usage_milli.is_some()).collect();
+    let measured: Vec<&PodSample> = pods
+        .iter()
+        .filter(|p| p.ready && p.usage_milli.is_some())
+        .collect();
     if measured.is_empty() {
         return Err(CalcError::NoMetrics);
     }
-    let missing: Vec<&PodSample> = pods.iter().filter(|p| p.ready && p.usage_milli.is_none()).collect();
+    let missing: Vec<&PodSample> = pods
+        .iter()
+        .filter(|p| p.ready && p.usage_milli.is_none())
+        .collect();
     let unready = pods.iter().filter(|p| !p.ready).count();
     let usage: i64 = measured.iter().filter_map(|p| p.usage_milli).sum();
     let requests: i64 = measured.iter().map(|p| request(p)).sum::<i64>().max(1);
@@ -145,11 +151,27 @@ impl Default for Behavior {
 pub type History = Vec<(Instant, i32)>;
 
 /// `stabilizeRecommendationWithBehaviors`: records `desired`, and answers what to scale to.
-pub fn stabilize(history: &mut History, now: Instant, current: i32, desired: i32, behavior: &Behavior) -> i32 {
+pub fn stabilize(
+    history: &mut History,
+    now: Instant,
+    current: i32,
+    desired: i32,
+    behavior: &Behavior,
+) -> i32 {
     history.push((now, desired));
-    let within = |window: Duration| history.iter().filter(move |(at, _)| now.duration_since(*at) <= window);
-    let up = within(behavior.up_window).map(|(_, r)| *r).min().unwrap_or(desired);
-    let down = within(behavior.down_window).map(|(_, r)| *r).max().unwrap_or(desired);
+    let within = |window: Duration| {
+        history
+            .iter()
+            .filter(move |(at, _)| now.duration_since(*at) <= window)
+    };
+    let up = within(behavior.up_window)
+        .map(|(_, r)| *r)
+        .min()
+        .unwrap_or(desired);
+    let down = within(behavior.down_window)
+        .map(|(_, r)| *r)
+        .max()
+        .unwrap_or(desired);
     let longest = behavior.up_window.max(behavior.down_window);
     history.retain(|(at, _)| now.duration_since(*at) <= longest);
     current.max(up).min(down)
@@ -158,15 +180,33 @@ pub fn stabilize(history: &mut History, now: Instant, current: i32, desired: i32
 /// The most one sync may scale up to, and down to, from `current` (`calculateScaleUpLimit`…).
 pub fn step_limits(current: i32, behavior: &Behavior) -> (i32, i32) {
     let up = |(pods, value): &(bool, i32)| {
-        if *pods { current + value } else { (f64::from(current) * (1.0 + f64::from(*value) / 100.0)).ceil() as i32 }
+        if *pods {
+            current + value
+        } else {
+            (f64::from(current) * (1.0 + f64::from(*value) / 100.0)).ceil() as i32
+        }
     };
     let down = |(pods, value): &(bool, i32)| {
-        if *pods { current - value } else { (f64::from(current) * (1.0 - f64::from(*value) / 100.0)).floor() as i32 }
+        if *pods {
+            current - value
+        } else {
+            (f64::from(current) * (1.0 - f64::from(*value) / 100.0)).floor() as i32
+        }
     };
     let ups = behavior.up_policies.iter().map(up);
-    let up_limit = if behavior.up_select_min { ups.min() } else { ups.max() }.unwrap_or(i32::MAX);
+    let up_limit = if behavior.up_select_min {
+        ups.min()
+    } else {
+        ups.max()
+    }
+    .unwrap_or(i32::MAX);
     let downs = behavior.down_policies.iter().map(down);
-    let down_limit = if behavior.down_select_min { downs.max() } else { downs.min() }.unwrap_or(0);
+    let down_limit = if behavior.down_select_min {
+        downs.max()
+    } else {
+        downs.min()
+    }
+    .unwrap_or(0);
     (up_limit.max(current), down_limit.min(current).max(0))
 }
 

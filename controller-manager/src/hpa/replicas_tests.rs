@@ -13,9 +13,16 @@ fn pod(request: i64, usage: Option<i64>, ready: bool) -> PodSample {
 #[test]
 fn usage_above_target_scales_to_the_ratio_times_the_pods() {
     // Three pods at 100 % of a 50 % target: ratio 2, so 6 replicas.
-    let pods = [pod(100, Some(100), true), pod(100, Some(100), true), pod(100, Some(100), true)];
+    let pods = [
+        pod(100, Some(100), true),
+        pod(100, Some(100), true),
+        pod(100, Some(100), true),
+    ];
     let got = cpu_replicas(3, 50, &pods).unwrap();
-    assert_eq!((got.replicas, got.utilization, got.average_milli), (6, 100, 100));
+    assert_eq!(
+        (got.replicas, got.utilization, got.average_milli),
+        (6, 100, 100)
+    );
 }
 
 #[test]
@@ -28,7 +35,12 @@ fn within_the_ten_percent_tolerance_nothing_changes() {
 
 #[test]
 fn idle_pods_scale_down() {
-    let pods = [pod(100, Some(10), true), pod(100, Some(10), true), pod(100, Some(10), true), pod(100, Some(10), true)];
+    let pods = [
+        pod(100, Some(10), true),
+        pod(100, Some(10), true),
+        pod(100, Some(10), true),
+        pod(100, Some(10), true),
+    ];
     // ratio 0.2 × 4 pods = 0.8 → 1.
     assert_eq!(cpu_replicas(4, 50, &pods).unwrap().replicas, 1);
 }
@@ -36,7 +48,11 @@ fn idle_pods_scale_down() {
 #[test]
 fn pods_without_metrics_count_against_the_direction_of_the_change() {
     // Scaling up: the missing pod counts as idle. 2 × 100 over 3 × 100 requests at 50 %: 1.33 → 4.
-    let pods = [pod(100, Some(100), true), pod(100, Some(100), true), pod(100, None, true)];
+    let pods = [
+        pod(100, Some(100), true),
+        pod(100, Some(100), true),
+        pod(100, None, true),
+    ];
     assert_eq!(cpu_replicas(3, 50, &pods).unwrap().replicas, 4);
     // Scaling down: the missing pod counts as fully used, which here flips to up: no change.
     let pods = [pod(100, Some(10), true), pod(100, None, true)];
@@ -60,8 +76,14 @@ fn missing_requests_and_missing_metrics_are_errors() {
         usage_milli: Some(5),
         ready: true,
     };
-    assert_eq!(cpu_replicas(1, 50, &[no_request]), Err(CalcError::MissingRequest));
-    assert_eq!(cpu_replicas(1, 50, &[pod(100, None, true)]), Err(CalcError::NoMetrics));
+    assert_eq!(
+        cpu_replicas(1, 50, &[no_request]),
+        Err(CalcError::MissingRequest)
+    );
+    assert_eq!(
+        cpu_replicas(1, 50, &[pod(100, None, true)]),
+        Err(CalcError::NoMetrics)
+    );
 }
 
 #[test]
@@ -72,11 +94,23 @@ fn scale_down_waits_for_the_highest_recommendation_of_its_window() {
     };
     let start = Instant::now();
     let mut history = History::new();
-    assert_eq!(stabilize(&mut history, start, 1, 5, &behavior), 5, "up at once");
+    assert_eq!(
+        stabilize(&mut history, start, 1, 5, &behavior),
+        5,
+        "up at once"
+    );
     let later = start + Duration::from_secs(5);
-    assert_eq!(stabilize(&mut history, later, 5, 1, &behavior), 5, "5 is still in the window");
+    assert_eq!(
+        stabilize(&mut history, later, 5, 1, &behavior),
+        5,
+        "5 is still in the window"
+    );
     let after = start + Duration::from_secs(11);
-    assert_eq!(stabilize(&mut history, after, 5, 1, &behavior), 1, "the window has passed");
+    assert_eq!(
+        stabilize(&mut history, after, 5, 1, &behavior),
+        1,
+        "the window has passed"
+    );
 }
 
 #[test]

@@ -36,11 +36,18 @@ pub struct Outcome {
     pub failure: Option<(&'static str, String, String)>,
     /// The scale was written this sync.
     pub rescaled: bool,
+    /// The stabilised recommendation, before the step and min/max bounds.
+    pub stabilized: i32,
 }
 
 impl Outcome {
     /// A computed count.
-    pub fn computed(current: i32, desired: i32, recommendation: Recommendation, limited: Limited) -> Outcome {
+    pub fn computed(
+        current: i32,
+        desired: i32,
+        recommendation: Recommendation,
+        limited: Limited,
+    ) -> Outcome {
         Outcome {
             current,
             desired,
@@ -48,12 +55,17 @@ impl Outcome {
             limited,
             failure: None,
             rescaled: false,
+            stabilized: desired,
         }
     }
 
     /// A failure before a count was computed; `FailedGetScale` is about scaling, the rest about metrics.
     pub fn failed(reason: &str, message: &str, current: i32) -> Outcome {
-        let condition = if reason == "FailedGetScale" { "AbleToScale" } else { "ScalingActive" };
+        let condition = if reason == "FailedGetScale" {
+            "AbleToScale"
+        } else {
+            "ScalingActive"
+        };
         Outcome {
             current,
             desired: current,
@@ -61,6 +73,7 @@ impl Outcome {
             limited: Limited::No,
             failure: Some((condition, reason.into(), message.into())),
             rescaled: false,
+            stabilized: current,
         }
     }
 
@@ -92,7 +105,12 @@ pub fn cpu_target(spec: &HorizontalPodAutoscalerSpec) -> Option<i32> {
     })
 }
 
-fn rules(rules: Option<&HPAScalingRules>, window: &mut Duration, policies: &mut Vec<(bool, i32)>, select_min: &mut bool) {
+fn rules(
+    rules: Option<&HPAScalingRules>,
+    window: &mut Duration,
+    policies: &mut Vec<(bool, i32)>,
+    select_min: &mut bool,
+) {
     let Some(rules) = rules else { return };
     if let Some(seconds) = rules.stabilization_window_seconds {
         *window = Duration::from_secs(seconds.max(0) as u64);
@@ -107,8 +125,18 @@ fn rules(rules: Option<&HPAScalingRules>, window: &mut Duration, policies: &mut 
 pub fn behavior(spec: &HorizontalPodAutoscalerSpec) -> Behavior {
     let mut b = Behavior::default();
     let given = spec.behavior.as_ref();
-    rules(given.and_then(|g| g.scale_up.as_ref()), &mut b.up_window, &mut b.up_policies, &mut b.up_select_min);
-    rules(given.and_then(|g| g.scale_down.as_ref()), &mut b.down_window, &mut b.down_policies, &mut b.down_select_min);
+    rules(
+        given.and_then(|g| g.scale_up.as_ref()),
+        &mut b.up_window,
+        &mut b.up_policies,
+        &mut b.up_select_min,
+    );
+    rules(
+        given.and_then(|g| g.scale_down.as_ref()),
+        &mut b.down_window,
+        &mut b.down_policies,
+        &mut b.down_select_min,
+    );
     b
 }
 
@@ -146,7 +174,11 @@ pub fn counts(pod: &Pod) -> bool {
 
 /// Each pod's CPU usage in millicores, from a PodMetricsList.
 pub fn usage_by_pod(list: &Value) -> HashMap<String, i64> {
-    let items = list.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+    let items = list
+        .get("items")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     items
         .iter()
         .filter_map(|item| {
@@ -161,7 +193,14 @@ pub fn usage_by_pod(list: &Value) -> HashMap<String, i64> {
         .collect()
 }
 
-fn condition(old: Option<&HorizontalPodAutoscalerStatus>, type_: &str, ok: bool, reason: &str, message: &str, now: Timestamp) -> HorizontalPodAutoscalerCondition {
+fn condition(
+    old: Option<&HorizontalPodAutoscalerStatus>,
+    type_: &str,
+    ok: bool,
+    reason: &str,
+    message: &str,
+    now: Timestamp,
+) -> HorizontalPodAutoscalerCondition {
     let status = if ok { "True" } else { "False" };
     let previous = old
         .and_then(|s| s.conditions.as_ref())
@@ -181,33 +220,76 @@ fn condition(old: Option<&HorizontalPodAutoscalerStatus>, type_: &str, ok: bool,
 
 fn limited_condition(limited: Limited) -> (bool, &'static str, &'static str) {
     match limited {
-        Limited::No => (false, "DesiredWithinRange", "the desired count is within the acceptable range"),
-        Limited::TooMany => (true, "TooManyReplicas", "the desired replica count is more than the maximum replica count"),
-        Limited::TooFew => (true, "TooFewReplicas", "the desired replica count is less than the minimum replica count"),
-        Limited::UpLimit => (true, "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate"),
-        Limited::DownLimit => (true, "ScaleDownLimit", "the desired replica count is decreasing faster than the maximum scale rate"),
+        Limited::No => (
+            false,
+            "DesiredWithinRange",
+            "the desired count is within the acceptable range",
+        ),
+        Limited::TooMany => (
+            true,
+            "TooManyReplicas",
+            "the desired replica count is more than the maximum replica count",
+        ),
+        Limited::TooFew => (
+            true,
+            "TooFewReplicas",
+            "the desired replica count is less than the minimum replica count",
+        ),
+        Limited::UpLimit => (
+            true,
+            "ScaleUpLimit",
+            "the desired replica count is increasing faster than the maximum scale rate",
+        ),
+        Limited::DownLimit => (
+            true,
+            "ScaleDownLimit",
+            "the desired replica count is decreasing faster than the maximum scale rate",
+        ),
     }
 }
 
 /// The status after a sync with `outcome`.
-pub fn next_status(hpa: &HorizontalPodAutoscaler, outcome: &Outcome, now: Timestamp) -> HorizontalPodAutoscalerStatus {
+pub fn next_status(
+    hpa: &HorizontalPodAutoscaler,
+    outcome: &Outcome,
+    now: Timestamp,
+) -> HorizontalPodAutoscalerStatus {
     let old = hpa.status.as_ref();
     let mut conditions = Vec::new();
-    let cond = |t: &str, ok: bool, reason: &str, message: &str| condition(old, t, ok, reason, message, now);
+    let cond = |t: &str, ok: bool, reason: &str, message: &str| {
+        condition(old, t, ok, reason, message, now)
+    };
     match &outcome.failure {
         Some((type_, reason, message)) => {
             if *type_ == "ScalingActive" {
-                conditions.push(cond("AbleToScale", true, "SucceededGetScale", "the HPA controller was able to get the target's current scale"));
+                conditions.push(cond(
+                    "AbleToScale",
+                    true,
+                    "SucceededGetScale",
+                    "the HPA controller was able to get the target's current scale",
+                ));
             }
             conditions.push(cond(type_, false, reason, message));
         }
         None => {
             let (reason, message) = if outcome.rescaled {
-                ("SucceededRescale".to_string(), format!("the HPA controller was able to update the target scale to {}", outcome.desired))
-            } else if outcome.recommendation.is_some_and(|r| r.replicas < outcome.current) && outcome.desired == outcome.current {
+                (
+                    "SucceededRescale".to_string(),
+                    format!(
+                        "the HPA controller was able to update the target scale to {}",
+                        outcome.desired
+                    ),
+                )
+            } else if outcome
+                .recommendation
+                .is_some_and(|r| r.replicas < outcome.stabilized)
+            {
                 ("ScaleDownStabilized".into(), "recent recommendations were higher than current one, applying the highest recent recommendation".into())
             } else {
-                ("ReadyForNewScale".into(), "recommended size matches current size".into())
+                (
+                    "ReadyForNewScale".into(),
+                    "recommended size matches current size".into(),
+                )
             };
             conditions.push(cond("AbleToScale", true, &reason, &message));
             conditions.push(cond("ScalingActive", true, "ValidMetricFound", "the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)"));
@@ -229,7 +311,11 @@ pub fn next_status(hpa: &HorizontalPodAutoscaler, outcome: &Outcome, now: Timest
             ..MetricStatus::default()
         }]
     });
-    let last_scale_time = if outcome.rescaled { Some(Time(now)) } else { old.and_then(|s| s.last_scale_time.clone()) };
+    let last_scale_time = if outcome.rescaled {
+        Some(Time(now))
+    } else {
+        old.and_then(|s| s.last_scale_time.clone())
+    };
     HorizontalPodAutoscalerStatus {
         current_replicas: Some(outcome.current),
         desired_replicas: outcome.desired,
@@ -268,22 +354,65 @@ mod tests {
     fn a_rescale_sets_the_conditions_and_keeps_transition_times_of_unchanged_ones() {
         let hpa = HorizontalPodAutoscaler::default();
         let earlier = Timestamp::from_second(1_000).unwrap();
-        let recommendation = Recommendation { replicas: 3, utilization: 150, average_milli: 150 };
+        let recommendation = Recommendation {
+            replicas: 3,
+            utilization: 150,
+            average_milli: 150,
+        };
         let mut outcome = Outcome::computed(1, 3, recommendation, Limited::No);
         outcome.rescaled = true;
         let first = next_status(&hpa, &outcome, earlier);
-        let find = |s: &HorizontalPodAutoscalerStatus, t: &str| s.conditions.as_ref().unwrap().iter().find(|c| c.type_ == t).cloned().unwrap();
-        assert_eq!(find(&first, "AbleToScale").reason.as_deref(), Some("SucceededRescale"));
+        let find = |s: &HorizontalPodAutoscalerStatus, t: &str| {
+            s.conditions
+                .as_ref()
+                .unwrap()
+                .iter()
+                .find(|c| c.type_ == t)
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(
+            find(&first, "AbleToScale").reason.as_deref(),
+            Some("SucceededRescale")
+        );
         assert_eq!(find(&first, "ScalingLimited").status, "False");
         assert_eq!(first.desired_replicas, 3);
-        assert_eq!(first.current_metrics.as_ref().unwrap()[0].resource.as_ref().unwrap().current.average_utilization, Some(150));
-        let hpa = HorizontalPodAutoscaler { status: Some(first), ..HorizontalPodAutoscaler::default() };
+        assert_eq!(
+            first.current_metrics.as_ref().unwrap()[0]
+                .resource
+                .as_ref()
+                .unwrap()
+                .current
+                .average_utilization,
+            Some(150)
+        );
+        let hpa = HorizontalPodAutoscaler {
+            status: Some(first),
+            ..HorizontalPodAutoscaler::default()
+        };
         let later = Timestamp::from_second(2_000).unwrap();
-        let steady = Outcome::computed(3, 3, Recommendation { replicas: 3, ..recommendation }, Limited::TooMany);
+        let steady = Outcome::computed(
+            3,
+            3,
+            Recommendation {
+                replicas: 3,
+                ..recommendation
+            },
+            Limited::TooMany,
+        );
         let second = next_status(&hpa, &steady, later);
-        assert_eq!(find(&second, "ScalingActive").last_transition_time, Some(Time(earlier)));
-        assert_eq!(find(&second, "ScalingLimited").last_transition_time, Some(Time(later)));
-        assert_eq!(find(&second, "ScalingLimited").reason.as_deref(), Some("TooManyReplicas"));
+        assert_eq!(
+            find(&second, "ScalingActive").last_transition_time,
+            Some(Time(earlier))
+        );
+        assert_eq!(
+            find(&second, "ScalingLimited").last_transition_time,
+            Some(Time(later))
+        );
+        assert_eq!(
+            find(&second, "ScalingLimited").reason.as_deref(),
+            Some("TooManyReplicas")
+        );
         assert_eq!(second.last_scale_time, Some(Time(earlier)));
     }
 }
