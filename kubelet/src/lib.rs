@@ -18,7 +18,9 @@
 //! 5. a pod with a `deletionTimestamp` is stopped per the grace rules (`minik_api::grace`,
 //!    `terminate.rs`, `pod_worker/sync_terminating_pod.rs`) and then removed from the API.
 //!
-//! Container logs are served on `listen` (`server.rs`) for the apiserver's `pods/log` proxy.
+//! Container logs are served on `listen` (`server.rs`) for the apiserver's `pods/log` proxy, and
+//! so is each container's CPU and memory, measured from `/proc` (`stats.rs`, `GET /stats/summary`)
+//! for metrics-server; a container over its memory limit is killed as `OOMKilled` (`memory.rs`).
 //!
 //! **Shutdown policy (a documented choice, as the real kubelet):** when the kubelet stops, it
 //! leaves the pods' processes running (each is supervised by its own `minik shim`). When it starts
@@ -27,7 +29,8 @@
 //! are stopped and cleaned up. Stopping the pods themselves is `minik down`'s job (it deletes
 //! them through the API first).
 //!
-//! minik simplifies: no pause containers, images, cgroups, resource enforcement, static pods,
+//! minik simplifies: no pause containers, images, cgroups (memory limits and the pids cap are
+//! enforced by watchdogs, CPU is not limited), static pods,
 //! eviction or node pressure; the node always reports itself Ready (the controller manager marks a
 //! silent one Unknown).
 //!
@@ -54,6 +57,7 @@ pub mod envvars;
 pub mod hooks;
 pub mod images;
 pub mod memory;
+pub mod memory_cgroup;
 pub mod network;
 pub mod node;
 pub mod phase;
@@ -238,6 +242,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         let (limits, limits_watch) =
             memory::Limits::watch(client.clone(), &config.node_name, shutdown.clone());
         tracker.spawn(limits_watch);
+        let idle = limits.clone();
+        let stopping = shutdown.clone();
+        tracker.spawn(async move {
+            stopping.cancelled().await;
+            idle.release_idle();
+        });
         let oom_reporter: Arc<dyn reporter::PodReporter> = reporter.clone();
         tracker.spawn(stats::run(
             runtime.clone(),

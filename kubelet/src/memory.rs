@@ -6,8 +6,9 @@
 //! cannot reclaim below it, and the runtime reports the reason `OOMKilled`
 //! (`pkg/kubelet/kuberuntime/kuberuntime_container.go`, containerd's `OOMKilled` flag).
 //!
-//! minik simplifies: it makes no cgroup (the kubelet runs unprivileged, and most machines do not
-//! delegate one), so this is a watchdog: each usage sample ([`crate::stats`], every second) is
+//! minik simplifies: where the machine lets it make a memory cgroup (cgroup v1, writable: see
+//! `memory_cgroup.rs`) the kernel enforces the limit; elsewhere (an unprivileged kubelet, no
+//! delegated cgroup) this is a watchdog: each usage sample ([`crate::stats`], every second) is
 //! compared with the limits of this node's pods, known by list + watch, and a container over its
 //! limit has its whole process tree SIGKILLed, with a Warning Event `OOMKilling` (the kubelet's
 //! own reason for a system OOM). The kill is remembered by container id, so that the status
@@ -25,7 +26,7 @@ use minik_client::{reflector, store, watcher, Api, Client, ListParams, Store};
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use tokio_util::sync::CancellationToken;
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::downward::parse_quantity;
 use crate::reporter::PodReporter;
@@ -36,10 +37,11 @@ static OOM_KILLED: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::def
 
 /// Whether the watchdog killed this container attempt for its memory limit.
 pub fn was_oom_killed(container_id: &str) -> bool {
-    OOM_KILLED
+    let known = OOM_KILLED
         .lock()
         .map(|set| set.contains(container_id))
-        .unwrap_or(false)
+        .unwrap_or(false);
+    known || crate::memory_cgroup::oom_killed(container_id)
 }
 
 /// The memory limit, in bytes, of each container of `pod` that has one (by container name).
@@ -59,10 +61,10 @@ pub fn limits(pod: &Pod) -> BTreeMap<String, u64> {
 }
 
 /// The containers of `sampled` over their pod's limit: (container, limit).
-pub fn over_limit<'a>(
-    sampled: &'a [Sampled],
+pub fn over_limit(
+    sampled: &[Sampled],
     limit_of: impl Fn(&str, &str) -> Option<u64>,
-) -> Vec<(&'a Sampled, u64)> {
+) -> Vec<(&Sampled, u64)> {
     sampled
         .iter()
         .filter_map(|s| {
@@ -76,6 +78,8 @@ pub fn over_limit<'a>(
 #[derive(Clone)]
 pub struct Limits {
     pods: Store<Pod>,
+    /// The containers the kernel enforces a limit on (in a memory cgroup), by id.
+    in_cgroups: Arc<Mutex<BTreeMap<String, Sampled>>>,
 }
 
 impl Limits {
@@ -103,7 +107,8 @@ impl Limits {
                 }
             }
         };
-        (Limits { pods }, run)
+        let in_cgroups = Arc::default();
+        (Limits { pods, in_cgroups }, run)
     }
 
     fn limit(&self, pod_uid: &str, container: &str) -> Option<u64> {
@@ -114,9 +119,18 @@ impl Limits {
         limits(pod).get(container).copied()
     }
 
-    /// Kills every sampled container over its limit, with an Event on its pod.
+    /// Puts each newly seen limited container in a memory cgroup where the machine allows it;
+    /// kills every other one over its limit, with an Event on its pod.
     pub fn enforce(&self, sampled: &[Sampled], reporter: &Arc<dyn PodReporter>) {
-        for (container, limit) in over_limit(sampled, |uid, name| self.limit(uid, name)) {
+        self.release_exited(sampled, reporter);
+        let in_cgroup = |s: &Sampled| self.attach(s);
+        let limit_of = |uid: &str, name: &str| self.limit(uid, name);
+        let watched: Vec<Sampled> = sampled
+            .iter()
+            .filter(|s| limit_of(&s.container.pod_uid, &s.name).is_none() || !in_cgroup(s))
+            .cloned()
+            .collect();
+        for (container, limit) in over_limit(&watched, limit_of) {
             let used = container.usage.rss_bytes;
             warn!(pod = %container.container.pod_key, container = %container.name, used, limit, mechanism = "watchdog", "over its memory limit; killing it");
             if let Ok(mut set) = OOM_KILLED.lock() {
@@ -138,21 +152,95 @@ impl Limits {
     }
 }
 
+impl Limits {
+    /// Moves a limited container into its own memory cgroup (once); false where not possible.
+    fn attach(&self, sampled: &Sampled) -> bool {
+        if crate::memory_cgroup::attached(&sampled.id) {
+            return true;
+        }
+        let Some(limit) = self.limit(&sampled.container.pod_uid, &sampled.name) else {
+            return false;
+        };
+        if !crate::memory_cgroup::available() {
+            return false;
+        }
+        let pids = tree(sampled);
+        if !crate::memory_cgroup::attach(&sampled.id, limit, &pids) {
+            return false;
+        }
+        info!(pod = %sampled.container.pod_key, container = %sampled.name, limit, mechanism = "cgroup v1", "memory limit set in a memory cgroup");
+        if let Ok(mut all) = self.in_cgroups.lock() {
+            all.insert(sampled.id.clone(), sampled.clone());
+        }
+        true
+    }
+
+    /// When the kubelet stops: removes the cgroups whose containers have exited (running ones
+    /// stay, as their pods do).
+    pub fn release_idle(&self) {
+        let ids: Vec<String> = self
+            .in_cgroups
+            .lock()
+            .map(|all| all.keys().cloned().collect())
+            .unwrap_or_default();
+        ids.iter()
+            .for_each(|id| crate::memory_cgroup::remove_if_empty(id));
+    }
+
+    /// Removes the cgroups of containers that exited, recording and reporting a kernel OOM kill.
+    fn release_exited(&self, sampled: &[Sampled], reporter: &Arc<dyn PodReporter>) {
+        let running: HashSet<&str> = sampled.iter().map(|s| s.id.as_str()).collect();
+        let exited: Vec<Sampled> = match self.in_cgroups.lock() {
+            Ok(mut all) => {
+                let gone: Vec<String> = all
+                    .keys()
+                    .filter(|id| !running.contains(id.as_str()))
+                    .cloned()
+                    .collect();
+                gone.iter().filter_map(|id| all.remove(id)).collect()
+            }
+            Err(_) => return,
+        };
+        for container in exited {
+            if crate::memory_cgroup::release(&container.id) {
+                if let Ok(mut set) = OOM_KILLED.lock() {
+                    set.insert(container.id.clone());
+                }
+                warn!(pod = %container.container.pod_key, container = %container.name, mechanism = "cgroup v1", "the kernel OOM-killed it");
+                let message = format!("Memory cgroup out of memory: container {} was killed by the kernel at its memory limit", container.name);
+                reporter.event(
+                    &pod_of(&container),
+                    Some(&container.name),
+                    "Warning",
+                    "OOMKilling",
+                    &message,
+                );
+            }
+        }
+    }
+}
+
+/// The pids of the container's process tree.
+fn tree(container: &Sampled) -> Vec<u32> {
+    let procs: Vec<_> = read_procs().into_iter().map(|p| p.proc).collect();
+    let one = [crate::pids::RunningContainer {
+        pod_uid: "tree".into(),
+        ..container.container.clone()
+    }];
+    crate::pids::pod_processes(&procs, &one)
+        .remove("tree")
+        .unwrap_or_default()
+        .into_iter()
+        .collect()
+}
+
 /// SIGKILLs the container's process group, then whatever of its tree is left.
 fn kill_tree(container: &Sampled) {
     let _ = killpg(
         Pid::from_raw(container.container.pid as i32),
         Signal::SIGKILL,
     );
-    let procs: Vec<_> = read_procs().into_iter().map(|p| p.proc).collect();
-    let one = [crate::pids::RunningContainer {
-        pod_uid: "tree".into(),
-        ..container.container.clone()
-    }];
-    for pid in crate::pids::pod_processes(&procs, &one)
-        .remove("tree")
-        .unwrap_or_default()
-    {
+    for pid in tree(container) {
         let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
     }
 }

@@ -115,14 +115,15 @@ async fn resources() -> Response {
     .into_response()
 }
 
-fn selector(query: &ListQuery) -> Result<LabelSelector, Response> {
+/// The list's label selector; a bad one is a 400 answer (boxed: responses are large).
+fn selector(query: &ListQuery) -> Result<LabelSelector, Box<Response>> {
     match query.label_selector.as_deref() {
         None | Some("") => Ok(LabelSelector::everything()),
         Some(text) => LabelSelector::parse(text).map_err(|e| {
-            error(status::bad_request(format!(
+            Box::new(error(status::bad_request(format!(
                 "unable to parse requirement: {}",
                 e.0
-            )))
+            ))))
         }),
     }
 }
@@ -218,7 +219,7 @@ fn one_pod(state: &ApiState, namespace: &str, name: &str) -> Option<Value> {
 async fn list_nodes(State(state): Shared, Query(query): Query<ListQuery>) -> Response {
     let selector = match selector(&query) {
         Ok(selector) => selector,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let names = state
         .store
@@ -243,7 +244,7 @@ async fn get_node(State(state): Shared, Path(name): Path<String>) -> Response {
 fn pods_in(state: &ApiState, namespace: Option<&str>, query: &ListQuery) -> Response {
     let selector = match selector(query) {
         Ok(selector) => selector,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let keys = state.store.read().map(|s| s.pod_keys()).unwrap_or_default();
     let items = keys

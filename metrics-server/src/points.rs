@@ -171,7 +171,7 @@ pub fn cpu_quantity(nano_cores: u64) -> String {
 
 /// A memory quantity in the binary SI form upstream uses (`1536Ki`, or bytes when not whole KiB).
 pub fn memory_quantity(bytes: u64) -> String {
-    if bytes % 1024 == 0 {
+    if bytes.is_multiple_of(1024) {
         format!("{}Ki", bytes / 1024)
     } else {
         bytes.to_string()

@@ -68,7 +68,7 @@ impl Scraper {
         }
     }
 
-    fn client(&self, url: &str) -> minik_client::Result<Client> {
+    fn client(&self, url: &str) -> Result<Client, String> {
         let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(client) = clients.get(url) {
             return Ok(client.clone());
@@ -77,9 +77,10 @@ impl Scraper {
             Some(config) => Client::from_config(&ClientConfig {
                 server: url.to_string(),
                 ..config.clone()
-            })?,
-            None => Client::new(url)?,
-        };
+            }),
+            None => Client::new(url),
+        }
+        .map_err(|e| e.to_string())?;
         clients.insert(url.to_string(), client.clone());
         Ok(client)
     }
@@ -87,7 +88,7 @@ impl Scraper {
     async fn scrape_node(&self, node: &Node) -> Result<Summary, String> {
         let https = self.credentials.is_some();
         let url = kubelet_url(node, https).ok_or("the node has no kubelet address yet")?;
-        let client = self.client(&url).map_err(|e| e.to_string())?;
+        let client = self.client(&url)?;
         let request = client.request_json(Method::GET, "/stats/summary", None);
         let value = tokio::time::timeout(KUBELET_TIMEOUT, request)
             .await
