@@ -291,6 +291,23 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &["sc"],
         namespaced: false,
         api_version: "storage.k8s.io/v1",
+    // Resource metrics and autoscaling (issues 18 and 20): the APIService that registers
+    // metrics-server's group with the aggregation layer, and HorizontalPodAutoscalers.
+    ResourceInfo {
+        kind: "APIService",
+        plural: "apiservices",
+        singular: "apiservice",
+        short_names: &[],
+        namespaced: false,
+        api_version: "apiregistration.k8s.io/v1",
+    },
+    ResourceInfo {
+        kind: "HorizontalPodAutoscaler",
+        plural: "horizontalpodautoscalers",
+        singular: "horizontalpodautoscaler",
+        short_names: &["hpa"],
+        namespaced: true,
+        api_version: "autoscaling/v2",
     },
 ];
 

@@ -59,14 +59,29 @@ fn named_groups() -> Vec<&'static str> {
     groups
 }
 
-/// `GET /apis`: the named groups (coordination.k8s.io for Leases).
-pub async fn api_groups() -> Response {
+/// `GET /apis`: the named groups (coordination.k8s.io for Leases), then the aggregated ones
+/// (an APIService naming a service: `metrics.k8s.io`).
+pub async fn api_groups(State(state): State<AppState>) -> Response {
+    let aggregated: Vec<(String, String)> = crate::aggregator::remote_api_services(&state)
+        .iter()
+        .filter_map(|s| {
+            let field = |f: &str| s.pointer(&format!("/spec/{f}"))?.as_str().map(String::from);
+            Some((field("group")?, field("version")?))
+        })
+        .collect();
     let groups: Vec<Value> = named_groups()
         .into_iter()
         .filter_map(|gv| gv.split_once('/'))
+        .map(|(group, version)| (group.to_string(), version.to_string()))
+        .chain(aggregated)
         .map(|(group, version)| {
             let gv = json!({"groupVersion": format!("{group}/{version}"), "version": version});
-            json!({"name": group, "versions": [gv.clone()], "preferredVersion": gv})
+            let mut versions = vec![gv.clone()];
+            if group == "autoscaling" {
+                // v1 HorizontalPodAutoscalers, converted (`autoscaling_v1.rs`); v2 preferred.
+                versions.push(json!({"groupVersion": "autoscaling/v1", "version": "v1"}));
+            }
+            json!({"name": group, "versions": versions, "preferredVersion": gv})
         })
         .collect();
     json_response(

@@ -22,6 +22,10 @@
 //!    other crates pick a [`StorageBackend`] and can never name the `Storage` trait.
 //! 5. The answer is the object as JSON, or a [`table`] of rows when kubectl asks for one.
 //!
+//! Groups registered by an `apiregistration.k8s.io/v1` APIService naming a service
+//! (`metrics.k8s.io`) are proxied to that server by [`aggregator`], after authorization;
+//! [`autoscaling_v1`] serves v1 HorizontalPodAutoscalers by converting to the stored v2.
+//!
 //! Around that: [`kubernetes_service`] (the `kubernetes` Service and its Endpoints, kept by the
 //! server), [`discovery`] (`/version`, `/api`, `/apis`, `/api/v1`), [`openapi`] (the stub
 //! `kubectl apply` validation needs), [`field_validation`] (`fieldValidation=Strict|Warn|Ignore`
@@ -42,7 +46,9 @@
 //!
 //! Read next: `handlers/mod.rs` (routing), `registry/deletion.rs` (graceful delete), `watch.rs`.
 
+pub mod aggregator;
 pub mod auth;
+pub mod autoscaling_v1;
 pub mod discovery;
 pub mod error;
 pub mod field_validation;
@@ -460,7 +466,8 @@ fn security(options: &ServeOptions) -> Result<(Option<tokio_rustls::TlsAcceptor>
 /// The HTTP routes: health, version and discovery, then every resource path.
 pub fn router(state: AppState) -> Router {
     let authentication = axum::middleware::from_fn_with_state(state.clone(), auth::filter);
-    Router::new()
+    let aggregation = axum::middleware::from_fn_with_state(state.clone(), aggregator::filter);
+    let routes = Router::new()
         .route("/healthz", get(ok))
         .route("/readyz", get(ok))
         .route("/livez", get(ok))
@@ -500,6 +507,12 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
         .layer(DefaultBodyLimit::disable())
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        // After authentication and authorization: aggregated groups go to their own server.
+        .layer(aggregation);
+    // v1 HPAs are rewritten to v2 before routing, so the router is wrapped, not layered.
+    Router::new()
+        .fallback_service(routes)
+        .layer(axum::middleware::from_fn(autoscaling_v1::filter))
         .layer(authentication)
         // Before authentication, as upstream's CORS filter: browsers and foreign hosts go first.
         .layer(axum::middleware::from_fn(hygiene::filter))

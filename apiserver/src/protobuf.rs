@@ -31,7 +31,7 @@ pub enum Error {
     Malformed(&'static str),
     /// A kind minik has no protobuf schema for.
     #[error(
-        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job, ConfigMap, Secret, ServiceAccount, TokenRequest, PodDisruptionBudget, DeleteOptions, Eviction, CronJob, Ingress and access reviews, not {0:?}; send JSON"
+        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job, ConfigMap, Secret, ServiceAccount, TokenRequest, PodDisruptionBudget, DeleteOptions, Eviction, CronJob, Ingress, HorizontalPodAutoscaler (v1) and access reviews, not {0:?}; send JSON"
     )]
     Unsupported(String),
 }
@@ -235,6 +235,32 @@ const POD_DISRUPTION_BUDGET: Schema = &[
                 (2, Field::Message("selector", LABEL_SELECTOR)),
                 (3, Field::IntOrString("maxUnavailable")),
                 (4, Field::Str("unhealthyPodEvictionPolicy")),
+            ],
+        ),
+    ),
+];
+// autoscaling/v1 HorizontalPodAutoscaler, as `kubectl autoscale` fills it (issue 20).
+const HORIZONTAL_POD_AUTOSCALER_V1: Schema = &[
+    (1, Field::Message("metadata", OBJECT_META)),
+    (
+        2,
+        Field::Message(
+            "spec",
+            &[
+                (
+                    1,
+                    Field::Message(
+                        "scaleTargetRef",
+                        &[
+                            (1, Field::Str("kind")),
+                            (2, Field::Str("name")),
+                            (3, Field::Str("apiVersion")),
+                        ],
+                    ),
+                ),
+                (2, Field::OptInt("minReplicas")),
+                (3, Field::Int("maxReplicas")),
+                (4, Field::OptInt("targetCPUUtilizationPercentage")),
             ],
         ),
     ),
@@ -489,6 +515,7 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
         "PodDisruptionBudget" => POD_DISRUPTION_BUDGET,
         "CronJob" => CRON_JOB,
         "Ingress" => INGRESS,
+        "HorizontalPodAutoscaler" => HORIZONTAL_POD_AUTOSCALER_V1,
         _ => return Err(Error::Unsupported(kind)),
     };
     let mut object = message(raw, schema)?;

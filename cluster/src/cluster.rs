@@ -83,6 +83,8 @@ pub struct ClusterConfig {
     /// Where the dashboard serves its page (port 0: a free port, chosen at start), when
     /// [`Component::Dashboard`] is in `components`.
     pub dashboard_listen: SocketAddr,
+    /// More flags for metrics-server (`--metric-resolution 1s`, …).
+    pub metrics_server_args: Vec<String>,
     /// Print kind-style progress lines on stdout.
     pub progress: bool,
     /// Cancelling it aborts a start in progress (what has started is stopped again).
@@ -123,6 +125,7 @@ impl Default for ClusterConfig {
             loadbalancer_metrics_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             loadbalancer_args: Vec::new(),
             dashboard_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            metrics_server_args: Vec::new(),
             progress: true,
             interrupt: CancellationToken::new(),
             mode: Mode::Processes,

@@ -40,6 +40,8 @@ pub enum Component {
     LoadBalancer,
     /// `minik dashboard`: the live web view (only with `minik up --dashboard`).
     Dashboard,
+    /// `minik metrics-server`: the kubelets' usage as `metrics.k8s.io` (`kubectl top`, the HPA).
+    MetricsServer,
 }
 
 /// How the launcher knows a component is ready before it starts the next one.
@@ -58,7 +60,7 @@ pub(crate) type Run = Pin<Box<dyn Future<Output = std::result::Result<(), String
 
 impl Component {
     /// Every component, in start order; a cluster stops them in the reverse order.
-    pub const ALL: [Component; 9] = [
+    pub const ALL: [Component; 10] = [
         Component::Apiserver,
         Component::Scheduler,
         Component::ControllerManager,
@@ -68,6 +70,7 @@ impl Component {
         Component::Ingress,
         Component::LoadBalancer,
         Component::Dashboard,
+        Component::MetricsServer,
     ];
 
     /// What a cluster starts unless told otherwise: all but the dashboard, which is asked for.
@@ -98,6 +101,7 @@ impl Component {
             Component::Ingress => "ingress",
             Component::LoadBalancer => "loadbalancer",
             Component::Dashboard => "dashboard",
+            Component::MetricsServer => "metrics-server",
         }
     }
 
@@ -217,6 +221,9 @@ impl Component {
                 flag("--listen", config.dashboard_listen.to_string());
                 let token = crate::dashboard::token_file(&config.data_dir);
                 flag("--token-file", token.display().to_string());
+            Component::MetricsServer => {
+                flag("--server", server);
+                args.extend(config.metrics_server_args.iter().cloned());
             }
             Component::Scheduler | Component::EndpointController => flag("--server", server),
         }
@@ -244,6 +251,7 @@ impl Component {
             Component::Ingress => run!(minik_ingress),
             Component::LoadBalancer => run!(minik_loadbalancer),
             Component::Dashboard => run!(minik_dashboard),
+            Component::MetricsServer => run!(minik_metrics_server),
         })
     }
 }

@@ -133,6 +133,11 @@ impl Identity {
         )
     }
 
+    /// metrics-server (`system:metrics-server`, bound to the role of the same name).
+    pub fn metrics_server() -> Identity {
+        Identity::new("metrics-server", "system:metrics-server", &[])
+    }
+
     /// Any user in any groups (tests and `minik` users that want a narrower identity than the
     /// admin). `name` is the file stem.
     pub fn user(name: &str, user: &str, groups: &[&str]) -> Identity {
@@ -150,6 +155,7 @@ impl Identity {
             Identity::kube_proxy(),
             Identity::ingress_controller(),
             Identity::service_controller(),
+            Identity::metrics_server(),
         ]
     }
 }
@@ -187,6 +193,12 @@ impl Pki {
         pki.ensure_leaf(
             "apiserver",
             || serving_params("kube-apiserver", &apiserver_names()),
+            &issuer,
+        )?;
+        // metrics-server's serving certificate, for the apiserver's aggregation proxy.
+        pki.ensure_leaf(
+            "metrics-server",
+            || serving_params("metrics-server", &["localhost".into(), "127.0.0.1".into()]),
             &issuer,
         )?;
         for node in nodes {

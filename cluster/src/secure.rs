@@ -45,6 +45,7 @@ fn identity(component: Component, node: u8) -> Option<Identity> {
         Component::Proxy => Identity::kube_proxy(),
         Component::Ingress => Identity::ingress_controller(),
         Component::LoadBalancer => Identity::service_controller(),
+        Component::MetricsServer => Identity::metrics_server(),
         Component::Kubelet => Identity::node(&format!("node-{node}")),
         // The dashboard acts for the user who started the cluster (its actions are theirs).
         Component::Dashboard => Identity::admin(),
@@ -95,6 +96,18 @@ pub(crate) fn args(config: &ClusterConfig, component: Component, node: u8) -> Ve
                     "--tls-private-key-file".into(),
                     pki(&format!("kubelet-node-{node}.key")),
                     "--client-ca-file".into(),
+                    pki("ca.crt"),
+                ]);
+            }
+            if component == Component::MetricsServer {
+                // Its serving certificate (the APIService's `caBundle` is the cluster CA), and the
+                // CA the apiserver's front-proxy certificate must chain to.
+                args.extend([
+                    "--tls-cert-file".into(),
+                    pki("metrics-server.crt"),
+                    "--tls-private-key-file".into(),
+                    pki("metrics-server.key"),
+                    "--requestheader-client-ca-file".into(),
                     pki("ca.crt"),
                 ]);
             }

@@ -16,7 +16,8 @@
 //!    ServiceAccount per namespace), [`statefulset`] (ordered pods with their own claims), [`volume`]
 //!    (the PersistentVolume binder and the local-path provisioner), [`ttlafterfinished`] (finished
 //!    Jobs deleted after their TTL), [`rootcacert`] (the `kube-root-ca.crt` ConfigMap per namespace), [`nodelifecycle`] (dead nodes: Unknown, tainted, their pods
-//!    evicted), [`podgc`] (finished and orphaned pods) and [`gc`] (the garbage collector).
+//!    evicted), [`podgc`] (finished and orphaned pods), [`hpa`] (HorizontalPodAutoscalers: replicas
+//!    from CPU utilisation through metrics.k8s.io) and [`gc`] (the garbage collector).
 //!
 //! ```text
 //!  Lease ──► leader? ──► SharedInformers (pods, replicasets, deployments, every kind's metadata)
@@ -38,6 +39,7 @@ pub mod deployment;
 pub mod disruption;
 pub mod expectations;
 pub mod gc;
+pub mod hpa;
 pub mod informers;
 pub mod job;
 pub mod leader;
@@ -100,6 +102,8 @@ pub struct Config {
     pub cronjob_clock_offset: Duration,
     /// The cluster CA the root CA publisher puts in every namespace (`--root-ca-file`).
     pub root_ca_file: Option<PathBuf>,
+    /// How often each HorizontalPodAutoscaler is synced (upstream 15 s).
+    pub hpa_sync_period: Duration,
 }
 
 impl Default for Config {
@@ -113,6 +117,7 @@ impl Default for Config {
             pod_gc: PodGcOptions::default(),
             cronjob_clock_offset: Duration::ZERO,
             root_ca_file: None,
+            hpa_sync_period: Duration::from_secs(15),
         }
     }
 }
@@ -156,6 +161,9 @@ pub struct Args {
     /// The cluster CA to publish as `kube-root-ca.crt` in every namespace (PEM).
     #[arg(long)]
     pub root_ca_file: Option<PathBuf>,
+    /// How often each HorizontalPodAutoscaler is synced (upstream's flag of the same name).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub horizontal_pod_autoscaler_sync_period: Duration,
 }
 
 fn parse_duration(text: &str) -> std::result::Result<Duration, humantime::DurationError> {
@@ -184,6 +192,9 @@ impl Args {
             },
             cronjob_clock_offset: self.cronjob_clock_offset,
             root_ca_file: self.root_ca_file,
+            hpa_sync_period: self
+                .horizontal_pod_autoscaler_sync_period
+                .max(Duration::from_millis(100)),
         }
     }
 }
@@ -321,6 +332,12 @@ pub fn start_controllers(
         ),
         controller::spawn(
             rootcacert::RootCaPublisher::new(informers, client.clone(), root_ca(config)),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        controller::spawn(
+            hpa::HorizontalController::new(informers, client.clone(), config.hpa_sync_period),
             informers,
             workers,
             shutdown.clone(),

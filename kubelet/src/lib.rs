@@ -18,7 +18,9 @@
 //! 5. a pod with a `deletionTimestamp` is stopped per the grace rules (`minik_api::grace`,
 //!    `terminate.rs`, `pod_worker/sync_terminating_pod.rs`) and then removed from the API.
 //!
-//! Container logs are served on `listen` (`server.rs`) for the apiserver's `pods/log` proxy.
+//! Container logs are served on `listen` (`server.rs`) for the apiserver's `pods/log` proxy, and
+//! so is each container's CPU and memory, measured from `/proc` (`stats.rs`, `GET /stats/summary`)
+//! for metrics-server; a container over its memory limit is killed as `OOMKilled` (`memory.rs`).
 //!
 //! **Shutdown policy (a documented choice, as the real kubelet):** when the kubelet stops, it
 //! leaves the pods' processes running (each is supervised by its own `minik shim`). When it starts
@@ -27,8 +29,8 @@
 //! are stopped and cleaned up. Stopping the pods themselves is `minik down`'s job (it deletes
 //! them through the API first).
 //!
-//! minik simplifies: no pause containers, images, cpu or memory cgroups (only the pids cap,
-//! `cgroups.rs`), resource enforcement, static pods,
+//! minik simplifies: no pause containers, images or CPU limits (the pids cap, `cgroups.rs`, and
+//! memory limits, `memory_cgroup.rs`, use cgroups where they can, else watchdogs), static pods,
 //! eviction or node pressure; the node always reports itself Ready (the controller manager marks a
 //! silent one Unknown).
 //!
@@ -56,6 +58,8 @@ pub mod env;
 pub mod envvars;
 pub mod hooks;
 pub mod images;
+pub mod memory;
+pub mod memory_cgroup;
 pub mod network;
 pub mod node;
 pub mod phase;
@@ -69,6 +73,7 @@ pub mod sandbox;
 pub mod server;
 pub mod shim;
 pub mod sources;
+pub mod stats;
 pub mod status;
 pub mod sync_loop;
 pub mod terminate;
@@ -189,6 +194,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     );
     let tracker = TaskTracker::new();
 
+    let stats_cache = stats::StatsCache::default();
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let port = listener.local_addr()?.port();
     let state = server::ServerState {
@@ -198,6 +204,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             client: client.clone(),
             node_name: config.node_name.clone(),
         }),
+        stats: stats_cache.clone(),
     };
     let tls = config.tls.clone();
     let https = tls.is_some();
@@ -237,6 +244,24 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             reporter.clone(),
             config.pod_pids_limit,
             pod_cgroups,
+            shutdown.clone(),
+        ));
+        // Usage for `/stats/summary`, and the memory-limit watchdog fed by each sample.
+        let (limits, limits_watch) =
+            memory::Limits::watch(client.clone(), &config.node_name, shutdown.clone());
+        tracker.spawn(limits_watch);
+        let idle = limits.clone();
+        let stopping = shutdown.clone();
+        tracker.spawn(async move {
+            stopping.cancelled().await;
+            idle.release_idle();
+        });
+        let oom_reporter: Arc<dyn reporter::PodReporter> = reporter.clone();
+        tracker.spawn(stats::run(
+            runtime.clone(),
+            config.node_name.clone(),
+            stats_cache,
+            move |sampled: &[stats::Sampled]| limits.enforce(sampled, &oom_reporter),
             shutdown.clone(),
         ));
         let ctx = Arc::new(pod_worker::WorkerContext {

@@ -46,6 +46,8 @@ pub struct ServerState {
     pub shutdown: CancellationToken,
     /// Authorize every request through the apiserver (`None`: everyone may, plain http).
     pub authorization: Option<Webhook>,
+    /// The latest usage sample, for `/stats/summary`.
+    pub stats: crate::stats::StatsCache,
 }
 
 /// The query of `/containerLogs`, named as the apiserver forwards it.
@@ -79,6 +81,7 @@ pub fn router(state: ServerState) -> Router {
             "/containerLogs/{namespace}/{pod}/{container}",
             get(container_logs),
         )
+        .route("/stats/summary", get(stats_summary))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::authorize,
@@ -106,6 +109,11 @@ pub async fn serve(
                 .await
         }
     }
+}
+
+/// `GET /stats/summary`: the Summary API, from the sampler's latest reading (`stats.rs`).
+async fn stats_summary(State(state): State<ServerState>) -> Response {
+    axum::Json(state.stats.summary()).into_response()
 }
 
 async fn container_logs(

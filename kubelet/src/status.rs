@@ -272,7 +272,7 @@ fn terminated_state(container: &ContainerStatus) -> ApiState {
     let terminated = ContainerStateTerminated {
         container_id: Some(format!("minik://{}", container.id)),
         exit_code,
-        reason: Some(if exit_code == 0 { "Completed" } else { "Error" }.into()),
+        reason: Some(exit_reason(&container.id, exit_code).into()),
         started_at: Some(Time(started_at)),
         finished_at: Some(Time(finished_at)),
         ..Default::default()
@@ -280,6 +280,15 @@ fn terminated_state(container: &ContainerStatus) -> ApiState {
     ApiState {
         terminated: Some(terminated),
         ..Default::default()
+    }
+}
+
+/// `Completed`, `Error`, or `OOMKilled` when the memory watchdog killed it (`memory.rs`).
+fn exit_reason(id: &str, exit_code: i32) -> &'static str {
+    match exit_code {
+        0 => "Completed",
+        137 if crate::memory::was_oom_killed(id) => "OOMKilled",
+        _ => "Error",
     }
 }
 

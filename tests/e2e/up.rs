@@ -24,6 +24,7 @@ async fn up_status_down_runs_a_cluster_and_leaves_nothing_behind() {
         "Starting proxy",
         "Starting ingress on http://127.0.0.1:",
         "Starting loadbalancer",
+        "Starting metrics-server",
     ] {
         assert!(
             up.transcript
@@ -44,6 +45,7 @@ async fn up_status_down_runs_a_cluster_and_leaves_nothing_behind() {
         "proxy",
         "ingress",
         "loadbalancer",
+        "metrics-server",
     ] {
         assert!(
             status

@@ -2,7 +2,7 @@
 //!
 //! Kubernetes counterpart: `pkg/printers/internalversion/printers.go` (`AddHandlers`: the
 //! `TableColumnDefinition`s and `printPod`, `printService`, `printEndpoints`, `printNode`,
-//! `printEvent`, `printNamespace`, `printLease`, `printConfigMap`, `printSecret`, `printServiceAccount`, `printDeployment`, `printReplicaSet`, `printJob`, `printPodDisruptionBudget`, `printIngress`, `printIngressClass`; the
+//! `printEvent`, `printNamespace`, `printLease`, `printConfigMap`, `printSecret`, `printServiceAccount`, `printDeployment`, `printReplicaSet`, `printJob`, `printPodDisruptionBudget`, `printIngress`, `printIngressClass`, `printHorizontalPodAutoscaler` in [`autoscaling`]; the
 //! later controllers' in [`controllers`]) and `k8s.io/apimachinery/pkg/util/duration`
 //! (AGE). Upstream's API server always prints the *wide* row (`GenerateOptions{Wide: true}`) and
 //! marks the extra columns `priority: 1`; kubectl drops them unless `-o wide`. minik does the same:
@@ -10,6 +10,7 @@
 //! clock in, strings out); kubectl and `minik get` (`cli/src/printers/table.rs`) print it verbatim.
 //! `describe` reuses a few of the cell functions (`node_roles`, `format_endpoints`, `age`).
 
+pub mod autoscaling;
 pub mod cluster;
 pub mod config;
 pub mod controllers;
@@ -178,6 +179,15 @@ pub fn columns(kind: &str) -> Vec<Column> {
             ("Parameters", 0),
             ("Age", 0),
         ],
+        "HorizontalPodAutoscaler" => &[
+            ("Name", 0),
+            ("Reference", 0),
+            ("Targets", 0),
+            ("MinPods", 0),
+            ("MaxPods", 0),
+            ("Replicas", 0),
+            ("Age", 0),
+        ],
         _ => &[("Name", 0), ("Age", 0)],
     };
     spec.iter()
@@ -227,6 +237,7 @@ pub fn full_cells(
         "PodDisruptionBudget" => policy::pdb_row(&typed(object)?, now),
         "Ingress" => networking::ingress_row(&typed(object)?, true, now),
         "IngressClass" => networking::ingress_class_row(&typed(object)?, now),
+        "HorizontalPodAutoscaler" => autoscaling::hpa_row(&typed(object)?, now),
         _ => {
             let created = object
                 .pointer("/metadata/creationTimestamp")

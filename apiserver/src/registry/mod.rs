@@ -36,9 +36,11 @@ pub mod workloads;
 
 use minik_api::apps::ControllerRevision;
 use minik_api::core::{Endpoints, Event, Namespace, Node, ServiceAccount};
+use minik_api::k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use minik_api::k8s_openapi::api::coordination::v1::Lease;
 use minik_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use minik_api::k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use minik_api::validation::{validate_name, NameRule};
 use minik_api::{status, ResourceInfo};
 use serde::de::DeserializeOwned;
@@ -68,6 +70,8 @@ pub fn has_status_subresource(kind: &str) -> bool {
             | "StatefulSet"
             | "PersistentVolume"
             | "PersistentVolumeClaim"
+            | "HorizontalPodAutoscaler"
+            | "APIService"
     )
 }
 
@@ -110,6 +114,8 @@ fn normalize(value: Value, kind: &str) -> ApiResult<Value> {
         "RoleBinding" => round_trip::<RoleBinding>(value, kind),
         "ClusterRoleBinding" => round_trip::<ClusterRoleBinding>(value, kind),
         "ControllerRevision" => round_trip::<ControllerRevision>(value, kind),
+        "HorizontalPodAutoscaler" => round_trip::<HorizontalPodAutoscaler>(value, kind),
+        "APIService" => round_trip::<APIService>(value, kind),
         "Namespace" => {
             let mut namespace: Namespace = typed(value, kind)?;
             // As upstream's namespace strategy: every namespace carries its name as a label.

@@ -1,4 +1,4 @@
-//! `minik apiserver|scheduler|kubelet|endpoint-controller|controller-manager|kube-proxy|ingress|loadbalancer …`: each component in the one binary.
+//! `minik apiserver|scheduler|kubelet|endpoint-controller|controller-manager|kube-proxy|ingress|loadbalancer|metrics-server …`: each component in the one binary.
 //!
 //! Kubernetes counterpart: the separate `kube-apiserver`, `kube-scheduler`, `kubelet`,
 //! `kube-controller-manager` and `kube-proxy` binaries (`cmd/*/`); k3s folds them into one binary
@@ -79,4 +79,10 @@ pub fn hidden_helper(args: &[String]) -> Option<i32> {
         },
         _ => None,
     }
+}
+
+/// `minik metrics-server`.
+pub async fn metrics_server(args: minik_metrics_server::Args) -> anyhow::Result<()> {
+    let shutdown = start("metrics-server");
+    Ok(minik_metrics_server::run(args.into_config(), shutdown).await?)
 }

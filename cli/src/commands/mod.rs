@@ -88,6 +88,8 @@ pub enum Command {
     Ingress(minik_ingress::Args),
     /// Run the external load balancer of LoadBalancer Services (updated in batches).
     Loadbalancer(minik_loadbalancer::Args),
+    /// Run metrics-server (the kubelets' usage as metrics.k8s.io, for `kubectl top` and the HPA).
+    MetricsServer(minik_metrics_server::Args),
 }
 
 /// Runs the parsed command.
@@ -117,5 +119,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::KubeProxy(args) => components::proxy(args).await,
         Command::Ingress(args) => components::ingress(args).await,
         Command::Loadbalancer(args) => components::loadbalancer(args).await,
+        Command::MetricsServer(args) => components::metrics_server(args).await,
     }
 }

@@ -34,6 +34,7 @@ pub struct ClusterBuilder {
     pub(crate) ingress: Option<Vec<String>>,
     pub(crate) loadbalancer: Option<Vec<String>>,
     pub(crate) dashboard: bool,
+    pub(crate) metrics_server: Option<Vec<String>>,
 }
 
 impl Default for ClusterBuilder {
@@ -53,6 +54,7 @@ impl Default for ClusterBuilder {
             ingress: None,
             loadbalancer: None,
             dashboard: false,
+            metrics_server: None,
         }
     }
 }
@@ -145,6 +147,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// Start metrics-server too, with these extra flags (`--metric-resolution 1s`). Off by
+    /// default in tests; `minik up` always starts it.
+    pub fn metrics_server(mut self, args: &[&str]) -> Self {
+        self.metrics_server = Some(args.iter().map(|a| a.to_string()).collect());
+        self
+    }
+
     /// Starts the cluster and waits until it is ready.
     pub async fn start(self) -> Result<Cluster> {
         init_logging();
@@ -169,6 +178,7 @@ impl ClusterBuilder {
             Component::Ingress => self.ingress.is_some(),
             Component::LoadBalancer => self.loadbalancer.is_some(),
             Component::Dashboard => self.dashboard,
+            Component::MetricsServer => self.metrics_server.is_some(),
             _ => true,
         });
         ClusterConfig {
@@ -198,6 +208,7 @@ impl ClusterBuilder {
                 .unwrap_or_default(),
             ingress_args: self.ingress.clone().unwrap_or_default(),
             loadbalancer_args: self.loadbalancer.clone().unwrap_or_default(),
+            metrics_server_args: self.metrics_server.clone().unwrap_or_default(),
             progress: false,
             mode: if self.processes {
                 Mode::Processes

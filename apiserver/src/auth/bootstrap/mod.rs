@@ -314,6 +314,12 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
             service_controller_rules(),
         ),
         role("system:ingress-controller", ingress_controller_rules()),
+        // Resource metrics and autoscaling (issues 18 and 20).
+        role("system:metrics-server", metrics_server_rules()),
+        role(
+            "system:controller:horizontal-pod-autoscaler",
+            horizontal_pod_autoscaler_rules(),
+        ),
         role(
             "system:controller:generic-garbage-collector",
             vec![rule(
@@ -398,6 +404,10 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
             "system:ingress-controller",
             vec![subject("User", "system:ingress-controller")],
         ),
+        binding(
+            "system:metrics-server",
+            vec![subject("User", "system:metrics-server")],
+        ),
     ];
     // Upstream's Node authorizer grants kubelets the `system:node` rules, among them creating
     // SubjectAccessReviews for their webhook authorization; minik's leaves that to RBAC, so the
@@ -423,6 +433,7 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
         "statefulset-controller",
         "persistent-volume-binder",
         "ttl-after-finished-controller",
+        "horizontal-pod-autoscaler",
     ] {
         let user = subject("User", "system:kube-controller-manager");
         bindings.push(binding(

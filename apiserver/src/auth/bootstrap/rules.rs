@@ -391,3 +391,48 @@ pub(super) fn ingress_controller_rules() -> Vec<PolicyRule> {
         events(),
     ]
 }
+
+/// metrics-server: upstream's `system:metrics-server` (read pods and nodes, scrape the kubelets'
+/// `nodes/stats` and `nodes/metrics`), plus what minik's metrics-server writes for itself at start
+/// instead of a manifest: its Endpoints and its APIService.
+pub(super) fn metrics_server_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(&["get", "list", "watch"], &[""], &["pods", "nodes"]),
+        rule(&["get"], &[""], &["nodes/stats", "nodes/metrics"]),
+        rule(&["get", "create", "update"], &[""], &["endpoints"]),
+        rule(
+            &["get", "create", "update"],
+            &["apiregistration.k8s.io"],
+            &["apiservices"],
+        ),
+    ]
+}
+
+/// The HPA controller: upstream's `system:controller:horizontal-pod-autoscaler`.
+pub(super) fn horizontal_pod_autoscaler_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(
+            &["get", "list", "watch"],
+            &["autoscaling"],
+            &["horizontalpodautoscalers"],
+        ),
+        rule(
+            &["update"],
+            &["autoscaling"],
+            &["horizontalpodautoscalers/status"],
+        ),
+        rule(
+            &["get", "update", "patch"],
+            &["apps"],
+            &["deployments/scale", "replicasets/scale"],
+        ),
+        rule(
+            &["get", "update", "patch"],
+            &[""],
+            &["replicationcontrollers/scale"],
+        ),
+        rule(&["list"], &[""], &["pods"]),
+        rule(&["list", "get"], &["metrics.k8s.io"], &["pods"]),
+        events(),
+    ]
+}
