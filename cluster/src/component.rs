@@ -38,6 +38,8 @@ pub enum Component {
     Ingress,
     /// `minik loadbalancer`: LoadBalancer Services, programmed in batches.
     LoadBalancer,
+    /// `minik dns`: the cluster DNS (started before the kubelets, which point pods at it).
+    Dns,
 }
 
 /// How the launcher knows a component is ready before it starts the next one.
@@ -56,10 +58,11 @@ pub(crate) type Run = Pin<Box<dyn Future<Output = std::result::Result<(), String
 
 impl Component {
     /// Every component, in start order; a cluster stops them in the reverse order.
-    pub const ALL: [Component; 8] = [
+    pub const ALL: [Component; 9] = [
         Component::Apiserver,
         Component::Scheduler,
         Component::ControllerManager,
+        Component::Dns,
         Component::Kubelet,
         Component::EndpointController,
         Component::Proxy,
@@ -87,6 +90,7 @@ impl Component {
             Component::Proxy => "proxy",
             Component::Ingress => "ingress",
             Component::LoadBalancer => "loadbalancer",
+            Component::Dns => "dns",
         }
     }
 
@@ -116,6 +120,7 @@ impl Component {
                 "metrics http://{}",
                 config.loadbalancer_metrics_listen
             )),
+            Component::Dns => config.dns_listen.map(|a| format!("udp+tcp {a}")),
             _ => None,
         }
     }
@@ -167,6 +172,7 @@ impl Component {
                     "--heartbeat-interval",
                     &config.heartbeat_interval,
                 );
+                args.extend(crate::dns::kubelet_flags(config.dns_listen));
                 args.extend(config.kubelet_args.iter().cloned());
             }
             Component::Proxy => {
@@ -200,6 +206,12 @@ impl Component {
                 );
                 args.extend(config.loadbalancer_args.iter().cloned());
             }
+            Component::Dns => {
+                flag("--server", server);
+                let listen = config.dns_listen.unwrap_or(([127, 0, 0, 10], 53).into());
+                flag("--listen", listen.to_string());
+                flag("--cluster-domain", crate::dns::CLUSTER_DOMAIN.into());
+            }
             Component::Scheduler | Component::EndpointController => flag("--server", server),
         }
         args
@@ -225,6 +237,7 @@ impl Component {
             Component::Proxy => run!(minik_proxy),
             Component::Ingress => run!(minik_ingress),
             Component::LoadBalancer => run!(minik_loadbalancer),
+            Component::Dns => run!(minik_dns),
         })
     }
 }

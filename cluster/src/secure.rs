@@ -46,6 +46,8 @@ fn identity(component: Component, node: u8) -> Option<Identity> {
         Component::Ingress => Identity::ingress_controller(),
         Component::LoadBalancer => Identity::service_controller(),
         Component::Kubelet => Identity::node(&format!("node-{node}")),
+        // CoreDNS reads Services and EndpointSlices, as kube-proxy's role allows.
+        Component::Dns => Identity::kube_proxy(),
     })
 }
 

@@ -53,6 +53,7 @@ pub mod env;
 pub mod envvars;
 pub mod hooks;
 pub mod images;
+pub mod mountns;
 pub mod network;
 pub mod node;
 pub mod phase;
@@ -158,6 +159,10 @@ pub struct Config {
     pub backoff_max: Duration,
     /// The most processes a pod may have (`--pod-pids-limit`; negative: no limit).
     pub pod_pids_limit: i64,
+    /// `--cluster-dns`: nameservers for ClusterFirst pods (empty: the host's resolver).
+    pub cluster_dns: Vec<String>,
+    /// `--cluster-domain`.
+    pub cluster_domain: String,
 }
 
 /// Runs the kubelet until `shutdown`; returns after its tasks have finished (pods keep running).
@@ -175,10 +180,15 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         config.root_dir.clone(),
         config.minik_binary.clone(),
     )?);
-    let sandbox = Arc::new(sandbox::NodeSandbox::open(
-        &config.root_dir,
-        &config.pod_cidr,
-    )?);
+    let mut node_sandbox = sandbox::NodeSandbox::open(&config.root_dir, &config.pod_cidr)?;
+    node_sandbox.namespaces = mountns::pod::PodNamespaces {
+        support: mountns::detect(&config.minik_binary),
+        cluster_dns: config.cluster_dns.clone(),
+        cluster_domain: config.cluster_domain.clone(),
+    };
+    let support = node_sandbox.namespaces.support.clone();
+    info!(available = support.available, detail = %support.detail, "mount namespaces");
+    let sandbox = Arc::new(node_sandbox);
     let tracker = TaskTracker::new();
 
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
@@ -217,6 +227,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         kubelet_port: port,
     };
     if register_until_done(&client, &node_info, &shutdown).await {
+        mountns::annotate_node(&client, &config.node_name, &support).await;
         tracker.spawn(node::heartbeat(
             client.clone(),
             node_info,

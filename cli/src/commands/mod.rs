@@ -85,6 +85,8 @@ pub enum Command {
     Ingress(minik_ingress::Args),
     /// Run the external load balancer of LoadBalancer Services (updated in batches).
     Loadbalancer(minik_loadbalancer::Args),
+    /// Run the cluster DNS (A and SRV records for Services, on a loopback address).
+    Dns(minik_dns::Args),
 }
 
 /// Runs the parsed command.
@@ -113,5 +115,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::KubeProxy(args) => components::proxy(args).await,
         Command::Ingress(args) => components::ingress(args).await,
         Command::Loadbalancer(args) => components::loadbalancer(args).await,
+        Command::Dns(args) => components::dns(args).await,
     }
 }

@@ -99,6 +99,10 @@ impl PodWorker {
         match self.ctx.sandbox.setup(pod).await {
             Ok(sandbox) => {
                 info!(pod = %self.key, ip = %sandbox.ip, "pod sandbox ready");
+                if let Some(note) = &sandbox.mount_note {
+                    let reporter = &self.ctx.reporter;
+                    reporter.event(pod, None, "Warning", "NoMountNamespace", note);
+                }
                 self.sandbox = Some(sandbox);
                 true
             }
@@ -405,6 +409,11 @@ impl PodWorker {
             log_dir: pod_log_dir(&self.ctx.root_dir, pod),
             host_ip: self.ctx.host_ip.clone(),
             allocatable: self.ctx.allocatable.clone(),
+            mounts: self
+                .sandbox
+                .as_ref()
+                .map(|s| s.mounts.clone())
+                .unwrap_or_default(),
         }
     }
 }
