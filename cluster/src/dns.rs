@@ -40,9 +40,18 @@ pub fn choose_listen(configured: Option<SocketAddr>) -> Result<SocketAddr> {
         let y = y.max(1);
         candidates.push(SocketAddr::from((Ipv4Addr::new(127, 53, x, y), 53)));
     }
+    // Clusters started side by side in one process (the tests) probe at the same moment: each
+    // address is handed out once per process, so two cannot both find it free.
+    let mut claimed = CLAIMED.lock().unwrap_or_else(|p| p.into_inner());
     for candidate in candidates {
+        if claimed.contains(&candidate) {
+            continue;
+        }
         match probe(candidate) {
-            Ok(listen) => return Ok(listen),
+            Ok(listen) => {
+                claimed.insert(listen);
+                return Ok(listen);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => break,
             Err(_) => continue,
         }
@@ -52,6 +61,10 @@ pub fn choose_listen(configured: Option<SocketAddr>) -> Result<SocketAddr> {
     warn!(listen = %fallback, "port 53 cannot be bound: pods will use the host's resolver");
     Ok(fallback)
 }
+
+/// The addresses this process has handed out already.
+static CLAIMED: std::sync::Mutex<std::collections::BTreeSet<SocketAddr>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
 
 /// A random number from the standard library's hasher seed (no extra dependency).
 fn random() -> u64 {

@@ -15,6 +15,7 @@ mod ingress; // the ingress controller: host/path routing, removal within its la
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
 mod limits; // a fork bomb stopped by the pod pids limit
 mod loadbalancer; // the batched load balancer, node ports
+mod mounts; // cluster DNS from inside a pod, volumes at their mountPath (mount namespaces)
 mod nodes; // a dead node: Unknown, tainted, its pods evicted; pod GC
 mod replication; // ReplicationControllers: replicas kept, the scale subresource
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
