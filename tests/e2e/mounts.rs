@@ -246,3 +246,37 @@ grep -c mounts-host /etc/hosts; test -d /data && echo host-has-data || echo no-d
     }
     stop_clean(cluster).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_next_container_starts_after_the_previous_post_start_returned() {
+    let _machine = crate::support::shared().await;
+    let cluster = Cluster::builder()
+        .without_services()
+        .start()
+        .await
+        .expect("cluster");
+    // The hook takes a second, then leaves a file; the second container reads it at once.
+    let hook = "sleep 1; echo hook-done > \"$MINIK_MOUNT_SHARED/hook\"";
+    create(&cluster, json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ordered"},
+        "spec": {"restartPolicy": "Never", "volumes": [{"name": "shared", "emptyDir": {}}],
+            "containers": [
+                {"name": "first", "image": "busybox", "args": ["sleep", "3600"],
+                 "volumeMounts": [{"name": "shared", "mountPath": "/shared"}],
+                 "lifecycle": {"postStart": {"exec": {"command": ["sh", "-c", hook]}}}},
+                {"name": "second", "image": "busybox",
+                 "args": ["sh", "-c", "cat \"$MINIK_MOUNT_SHARED/hook\" || echo too-early"],
+                 "volumeMounts": [{"name": "shared", "mountPath": "/shared"}]}]}}))
+    .await;
+    let params = LogParams {
+        container: Some("second".into()),
+        ..Default::default()
+    };
+    let log = eventually("the second container's line", RUNNING, || async {
+        let log = cluster.pods().logs("ordered", &params).await.ok()?;
+        (!log.is_empty()).then_some(log)
+    })
+    .await
+    .expect("second container ran");
+    assert_eq!(log.trim(), "hook-done");
+    stop_clean(cluster).await;
+}

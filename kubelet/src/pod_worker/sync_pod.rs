@@ -55,6 +55,7 @@ impl PodWorker {
             unhealthy: &self.unhealthy,
             killing: &self.killing,
             started: &started,
+            post_start_done: &self.post_start_done,
             backoff: self.ctx.backoff,
             now: jiff::Timestamp::now(),
         });
