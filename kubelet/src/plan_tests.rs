@@ -375,7 +375,8 @@ fn a_sidecar_lets_the_next_container_start_once_started_and_is_always_restarted(
 fn an_app_container_starts_only_after_the_previous_ones_post_start_returned() {
     let mut pod = pod_with_init(&[], &["first", "second"], "Always");
     let hook = serde_json::json!({"postStart": {"exec": {"command": ["true"]}}});
-    pod.spec.as_mut().unwrap().containers[0].lifecycle = Some(serde_json::from_value(hook).unwrap());
+    pod.spec.as_mut().unwrap().containers[0].lifecycle =
+        Some(serde_json::from_value(hook).unwrap());
     let none = BTreeMap::new();
     let empty = BTreeSet::new();
     let input = |containers: &[ContainerStatus], done: &BTreeSet<String>| {
@@ -394,7 +395,10 @@ fn an_app_container_starts_only_after_the_previous_ones_post_start_returned() {
     // Nothing runs: only `first` starts (its hook must return before `second`).
     assert_eq!(input(&[], &empty), vec![start("first", false, 0)]);
     let running = [crate::testing::running("first", 0, 1)];
-    assert!(input(&running, &empty).is_empty(), "held while the hook runs");
+    assert!(
+        input(&running, &empty).is_empty(),
+        "held while the hook runs"
+    );
     let done = BTreeSet::from([running[0].id.clone()]);
     assert_eq!(input(&running, &done), vec![start("second", false, 0)]);
 }

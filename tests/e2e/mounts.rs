@@ -257,7 +257,9 @@ async fn the_next_container_starts_after_the_previous_post_start_returned() {
         .expect("cluster");
     // The hook takes a second, then leaves a file; the second container reads it at once.
     let hook = "sleep 1; echo hook-done > \"$MINIK_MOUNT_SHARED/hook\"";
-    create(&cluster, json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ordered"},
+    create(
+        &cluster,
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ordered"},
         "spec": {"restartPolicy": "Never", "volumes": [{"name": "shared", "emptyDir": {}}],
             "containers": [
                 {"name": "first", "image": "busybox", "args": ["sleep", "3600"],
@@ -265,7 +267,8 @@ async fn the_next_container_starts_after_the_previous_post_start_returned() {
                  "lifecycle": {"postStart": {"exec": {"command": ["sh", "-c", hook]}}}},
                 {"name": "second", "image": "busybox",
                  "args": ["sh", "-c", "cat \"$MINIK_MOUNT_SHARED/hook\" || echo too-early"],
-                 "volumeMounts": [{"name": "shared", "mountPath": "/shared"}]}]}}))
+                 "volumeMounts": [{"name": "shared", "mountPath": "/shared"}]}]}}),
+    )
     .await;
     let params = LogParams {
         container: Some("second".into()),
@@ -278,5 +281,51 @@ async fn the_next_container_starts_after_the_previous_post_start_returned() {
     .await
     .expect("second container ran");
     assert_eq!(log.trim(), "hook-done");
+    stop_clean(cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_pod_authenticates_with_its_projected_service_account_token() {
+    let _machine = crate::support::shared().await;
+    let cluster = Cluster::builder()
+        .without_services()
+        .start()
+        .await
+        .expect("cluster");
+    if !namespaces_available(&cluster).await {
+        return stop_clean(cluster).await;
+    }
+    // What client-go's and the Python client's in-cluster config read, at the upstream path.
+    let script = r#"
+import json, os, ssl, urllib.request
+d = '/var/run/secrets/kubernetes.io/serviceaccount/'
+token = open(d + 'token').read()
+print('namespace', open(d + 'namespace').read())
+ctx = ssl.create_default_context(cafile=d + 'ca.crt')
+url = 'https://%s:%s/apis/authentication.k8s.io/v1/selfsubjectreviews' % (
+    os.environ['KUBERNETES_SERVICE_HOST'], os.environ['KUBERNETES_SERVICE_PORT'])
+body = json.dumps({'apiVersion': 'authentication.k8s.io/v1', 'kind': 'SelfSubjectReview'}).encode()
+req = urllib.request.Request(url, data=body, method='POST', headers={
+    'Authorization': 'Bearer ' + token, 'Content-Type': 'application/json'})
+review = json.load(urllib.request.urlopen(req, context=ctx))
+print('user', review['status']['userInfo']['username'])
+"#;
+    create(
+        &cluster,
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "in-cluster"},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "python:3.12",
+            "command": ["python3", "-c", script]}]}}),
+    )
+    .await;
+    let log = finished_log(&cluster, "in-cluster", None).await;
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "namespace default",
+            "user system:serviceaccount:default:default"
+        ],
+        "{log}"
+    );
     stop_clean(cluster).await;
 }

@@ -39,6 +39,7 @@ impl PodWorker {
         if !self.ensure_sandbox(pod).await {
             return;
         }
+        self.refresh_tokens(pod).await;
         if !self.sync_config_volumes(pod) {
             return self.report(pod, false).await;
         }
