@@ -7,7 +7,8 @@
 //! `/var/lib/kubelet/pods/{uid}/volumes/kubernetes.io~empty-dir/{name}` and is deleted with the
 //! pod; a hostPath is the node's own path; the runtime then bind-mounts each into the container.
 //!
-//! minik has no mount namespaces, so a process sees the host's filesystem. The scheme:
+//! Where the node allows user + mount namespaces, each container also sees its volumes at their
+//! `mountPath` (bind mounts made by its shim, `mountns/`); the scheme below holds everywhere:
 //! - emptyDir `NAME` → `{root}/pods/{uid}/volumes/NAME` (created by [`setup`], removed by
 //!   [`teardown`]); `medium: Memory` and `sizeLimit` are ignored.
 //! - hostPath → its `path`, checked or created according to `type` (`DirectoryOrCreate`, …).
@@ -20,7 +21,7 @@
 //! - configMap, secret, downwardAPI and projected volumes are per-pod directories too, whose
 //!   files the pod worker writes with upstream's atomic layout (`projection.rs`,
 //!   `atomic_writer.rs`).
-//! - `readOnly` is not enforced; `subPath` selects a sub-directory of the volume (created if
+//! - `readOnly` is enforced only in a mount namespace; `subPath` selects a sub-directory of the volume (created if
 //!   missing). Other volume kinds (persistentVolumeClaim, …) are mounted as an empty
 //!   directory and reported in [`VolumePlan::warnings`].
 //!
