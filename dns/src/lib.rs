@@ -38,7 +38,7 @@ use crate::server::Zone;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("connecting to the apiserver: {0}")]
-    Client(#[from] minik_client::Error),
+    Client(Box<minik_client::Error>),
     #[error("binding {listen}: {source}")]
     Bind {
         listen: SocketAddr,
@@ -48,6 +48,12 @@ pub enum Error {
     NotLoopback(SocketAddr),
     #[error("bad --cluster-domain {0:?}")]
     Domain(String),
+}
+
+impl From<minik_client::Error> for Error {
+    fn from(error: minik_client::Error) -> Self {
+        Error::Client(Box::new(error))
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -267,7 +267,7 @@ fn post_start_pending(input: &PlanInput<'_>, container: &Container, starts: bool
     let running_hook = latest_attempt(input.containers, &container.name).is_some_and(|c| {
         matches!(c.state, ContainerState::Running { .. }) && !input.post_start_done.contains(&c.id)
     });
-    (starts && has_hook) || (has_hook && running_hook)
+    has_hook && (starts || running_hook)
 }
 
 /// Whether an init container let the next one go.
