@@ -9,9 +9,11 @@
 //!
 //! 1. the apiserver, then `GET /readyz`;
 //! 2. the scheduler, then its `ready` log line;
-//! 3. one kubelet per node (`node-1` … `node-N`, pod CIDR `127.244.N.0/24`, root dir
+//! 3. the cluster DNS (`dns.rs`: its address, the kubelets' `--cluster-dns`, the `kube-dns`
+//!    Service), started before the kubelets so pods can resolve names from their first line;
+//! 4. one kubelet per node (`node-1` … `node-N`, pod CIDR `127.244.N.0/24`, root dir
 //!    `DATA/nodes/node-N`), then a watch on nodes until every one is `Ready`;
-//! 4. the endpoint-controller, the proxy, the ingress controller (on a free port of 127.0.0.1,
+//! 5. the endpoint-controller, the proxy, the ingress controller (on a free port of 127.0.0.1,
 //!    recorded for `minik status`) and the load balancer, each up to its `ready` line.
 //!
 //! Stopping (`control.rs`) mirrors a node drain: every pod is deleted gracefully (the kubelet
@@ -85,6 +87,8 @@ pub struct ClusterConfig {
     pub dashboard_listen: SocketAddr,
     /// More flags for metrics-server (`--metric-resolution 1s`, …).
     pub metrics_server_args: Vec<String>,
+    /// Where the cluster DNS answers (UDP and TCP); `None`: chosen at start (`dns.rs`).
+    pub dns_listen: Option<SocketAddr>,
     /// Print kind-style progress lines on stdout.
     pub progress: bool,
     /// Cancelling it aborts a start in progress (what has started is stopped again).
@@ -126,6 +130,7 @@ impl Default for ClusterConfig {
             loadbalancer_args: Vec::new(),
             dashboard_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             metrics_server_args: Vec::new(),
+            dns_listen: None,
             progress: true,
             interrupt: CancellationToken::new(),
             mode: Mode::Processes,
@@ -208,6 +213,8 @@ impl Cluster {
         }
         if config.components.contains(&Component::Dashboard) {
             config.dashboard_listen = check_listen(config.dashboard_listen)?;
+        if config.components.contains(&Component::Dns) {
+            config.dns_listen = Some(crate::dns::choose_listen(config.dns_listen)?);
         }
         // Private to its owner, secure or not: refused if another user can write it, then 0700,
         // and everything created from now on is 0600/0700 (docs/security.md#local-control-plane).
@@ -261,6 +268,9 @@ impl Cluster {
             } else {
                 self.launch(component, 0)?;
                 self.wait_ready(self.members.len() - 1).await?;
+            }
+            if let (Component::Dns, Some(listen)) = (component, self.config.dns_listen) {
+                crate::dns::publish(&self.client()?, listen).await?;
             }
             self.done(&self.progress_line(component), step);
         }
@@ -403,6 +413,11 @@ impl Cluster {
             self.config.dashboard_listen,
             token.trim()
         ))
+    /// Where the cluster DNS answers, if the cluster runs it.
+    pub fn dns_address(&self) -> Option<SocketAddr> {
+        self.started(Component::Dns)
+            .then_some(self.config.dns_listen)
+            .flatten()
     }
 
     fn started(&self, component: Component) -> bool {

@@ -42,6 +42,8 @@ pub enum Component {
     Dashboard,
     /// `minik metrics-server`: the kubelets' usage as `metrics.k8s.io` (`kubectl top`, the HPA).
     MetricsServer,
+    /// `minik dns`: the cluster DNS (started before the kubelets, which point pods at it).
+    Dns,
 }
 
 /// How the launcher knows a component is ready before it starts the next one.
@@ -60,10 +62,11 @@ pub(crate) type Run = Pin<Box<dyn Future<Output = std::result::Result<(), String
 
 impl Component {
     /// Every component, in start order; a cluster stops them in the reverse order.
-    pub const ALL: [Component; 10] = [
+    pub const ALL: [Component; 11] = [
         Component::Apiserver,
         Component::Scheduler,
         Component::ControllerManager,
+        Component::Dns,
         Component::Kubelet,
         Component::EndpointController,
         Component::Proxy,
@@ -102,6 +105,7 @@ impl Component {
             Component::LoadBalancer => "loadbalancer",
             Component::Dashboard => "dashboard",
             Component::MetricsServer => "metrics-server",
+            Component::Dns => "dns",
         }
     }
 
@@ -132,6 +136,7 @@ impl Component {
                 config.loadbalancer_metrics_listen
             )),
             Component::Dashboard => Some(format!("http://{}", config.dashboard_listen)),
+            Component::Dns => config.dns_listen.map(|a| format!("udp+tcp {a}")),
             _ => None,
         }
     }
@@ -183,6 +188,7 @@ impl Component {
                     "--heartbeat-interval",
                     &config.heartbeat_interval,
                 );
+                args.extend(crate::dns::kubelet_flags(config.dns_listen));
                 args.extend(config.kubelet_args.iter().cloned());
             }
             Component::Proxy => {
@@ -224,6 +230,11 @@ impl Component {
             Component::MetricsServer => {
                 flag("--server", server);
                 args.extend(config.metrics_server_args.iter().cloned());
+            Component::Dns => {
+                flag("--server", server);
+                let listen = config.dns_listen.unwrap_or(([127, 0, 0, 10], 53).into());
+                flag("--listen", listen.to_string());
+                flag("--cluster-domain", crate::dns::CLUSTER_DOMAIN.into());
             }
             Component::Scheduler | Component::EndpointController => flag("--server", server),
         }
@@ -252,6 +263,7 @@ impl Component {
             Component::LoadBalancer => run!(minik_loadbalancer),
             Component::Dashboard => run!(minik_dashboard),
             Component::MetricsServer => run!(minik_metrics_server),
+            Component::Dns => run!(minik_dns),
         })
     }
 }

@@ -32,6 +32,7 @@ pub mod cluster;
 pub mod component;
 pub mod control;
 pub mod dashboard;
+pub mod dns;
 pub mod drain;
 pub mod files;
 pub mod kubeconfig;

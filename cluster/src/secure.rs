@@ -49,6 +49,8 @@ fn identity(component: Component, node: u8) -> Option<Identity> {
         Component::Kubelet => Identity::node(&format!("node-{node}")),
         // The dashboard acts for the user who started the cluster (its actions are theirs).
         Component::Dashboard => Identity::admin(),
+        // CoreDNS reads Services and EndpointSlices, as kube-proxy's role allows.
+        Component::Dns => Identity::kube_proxy(),
     })
 }
 

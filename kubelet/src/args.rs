@@ -64,6 +64,12 @@ pub struct Args {
     /// The most processes one pod may have; a pod over it has its processes killed (-1: no limit).
     #[arg(long, default_value_t = crate::pids::DEFAULT_POD_PIDS_LIMIT, allow_negative_numbers = true)]
     pub pod_pids_limit: i64,
+    /// The cluster DNS's IP for pods' resolv.conf (port 53; repeat for more).
+    #[arg(long)]
+    pub cluster_dns: Vec<String>,
+    /// The cluster's DNS domain (the search path of pods' resolv.conf).
+    #[arg(long, default_value = "cluster.local")]
+    pub cluster_domain: String,
 }
 
 /// The same flags as a standalone parser, for the `minik-kubelet` binary.
@@ -116,6 +122,8 @@ impl Args {
             backoff_base: self.backoff_base,
             backoff_max: self.backoff_max,
             pod_pids_limit: self.pod_pids_limit,
+            cluster_dns: self.cluster_dns,
+            cluster_domain: self.cluster_domain,
         }
     }
 }

@@ -49,6 +49,8 @@ pub struct PodContext {
     pub host_ip: String,
     /// The node's allocatable `cpu` and `memory` (unset limits in `resourceFieldRef`).
     pub allocatable: BTreeMap<String, String>,
+    /// Each container's bind mounts, when the node gives containers mount namespaces.
+    pub mounts: BTreeMap<String, Vec<crate::mountns::BindMount>>,
 }
 
 impl PodContext {
@@ -242,6 +244,7 @@ pub fn container_config(
             .log_dir
             .join(&container.name)
             .join(format!("{attempt}.log")),
+        mounts: ctx.mounts.get(&container.name).cloned(),
     };
     Ok((config, env.invalid_keys))
 }

@@ -60,6 +60,7 @@ pub mod hooks;
 pub mod images;
 pub mod memory;
 pub mod memory_cgroup;
+pub mod mountns;
 pub mod network;
 pub mod node;
 pub mod phase;
@@ -166,6 +167,10 @@ pub struct Config {
     pub backoff_max: Duration,
     /// The most processes a pod may have (`--pod-pids-limit`; negative: no limit).
     pub pod_pids_limit: i64,
+    /// `--cluster-dns`: nameservers for ClusterFirst pods (empty: the host's resolver).
+    pub cluster_dns: Vec<String>,
+    /// `--cluster-domain`.
+    pub cluster_domain: String,
 }
 
 /// Runs the kubelet until `shutdown`; returns after its tasks have finished (pods keep running).
@@ -189,9 +194,16 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         process_runtime.set_pod_cgroups(cgroups.clone());
     }
     let runtime: Arc<dyn cri::Runtime> = Arc::new(process_runtime);
-    let sandbox = Arc::new(
-        sandbox::NodeSandbox::open(&config.root_dir, &config.pod_cidr)?.with_client(client.clone()),
-    );
+    let mut node_sandbox =
+        sandbox::NodeSandbox::open(&config.root_dir, &config.pod_cidr)?.with_client(client.clone());
+    node_sandbox.namespaces = mountns::pod::PodNamespaces {
+        support: mountns::detect(&config.minik_binary),
+        cluster_dns: config.cluster_dns.clone(),
+        cluster_domain: config.cluster_domain.clone(),
+    };
+    let support = node_sandbox.namespaces.support.clone();
+    info!(available = support.available, detail = %support.detail, "mount namespaces");
+    let sandbox = Arc::new(node_sandbox);
     let tracker = TaskTracker::new();
 
     let stats_cache = stats::StatsCache::default();
@@ -232,6 +244,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         kubelet_port: port,
     };
     if register_until_done(&client, &node_info, &shutdown).await {
+        mountns::annotate_node(&client, &config.node_name, &support).await;
         tracker.spawn(node::heartbeat(
             client.clone(),
             node_info,

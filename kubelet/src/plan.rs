@@ -204,6 +204,8 @@ pub struct PlanInput<'a> {
     /// Runtime ids of running containers whose postStart finished and startup probe passed (a
     /// sidecar lets the next container start only then).
     pub started: &'a BTreeSet<String>,
+    /// Runtime ids of running containers whose postStart hook finished (or that have none).
+    pub post_start_done: &'a BTreeSet<String>,
     /// The backoff curve.
     pub backoff: BackoffPolicy,
     /// The time now.
@@ -237,10 +239,35 @@ pub fn plan(input: &PlanInput<'_>) -> Vec<Action> {
             InitStep::Blocked => return actions,
         }
     }
+    let mut hook_running = false;
     for container in &spec.containers {
-        app_step(input, container, policy, &mut actions);
+        let mut step = Vec::new();
+        app_step(input, container, policy, &mut step);
+        let starts = step
+            .iter()
+            .any(|a| matches!(a, Action::StartContainer { .. }));
+        if hook_running {
+            // Upstream starts app containers one by one, each after the previous one's postStart
+            // returned (`startContainer` runs the hook synchronously): hold this start back.
+            step.retain(|a| !matches!(a, Action::StartContainer { .. }));
+        }
+        actions.extend(step);
+        hook_running |= post_start_pending(input, container, starts);
     }
     actions
+}
+
+/// True while `container`'s postStart hook has not returned: it is starting now (`starts`) with
+/// a hook, or it runs and its hook is still going.
+fn post_start_pending(input: &PlanInput<'_>, container: &Container, starts: bool) -> bool {
+    let has_hook = container
+        .lifecycle
+        .as_ref()
+        .is_some_and(|l| l.post_start.is_some());
+    let running_hook = latest_attempt(input.containers, &container.name).is_some_and(|c| {
+        matches!(c.state, ContainerState::Running { .. }) && !input.post_start_done.contains(&c.id)
+    });
+    has_hook && (starts || running_hook)
 }
 
 /// Whether an init container let the next one go.

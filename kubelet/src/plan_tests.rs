@@ -27,6 +27,7 @@ fn plan_with(
         unhealthy,
         killing: &killing,
         started: &BTreeSet::new(),
+        post_start_done: &BTreeSet::new(),
         backoff: BackoffPolicy::default(),
         now: at(now),
     })
@@ -237,6 +238,7 @@ fn unhealthy_running_container_is_killed_once() {
         unhealthy: &unhealthy,
         killing: &killing,
         started: &BTreeSet::new(),
+        post_start_done: &BTreeSet::new(),
         backoff: BackoffPolicy::default(),
         now: at(31),
     };
@@ -339,6 +341,7 @@ fn a_sidecar_lets_the_next_container_start_once_started_and_is_always_restarted(
             unhealthy: &BTreeMap::new(),
             killing: &killing,
             started,
+            post_start_done: &BTreeSet::new(),
             backoff: BackoffPolicy::default(),
             now: at(100),
         })
@@ -366,4 +369,36 @@ fn a_sidecar_lets_the_next_container_start_once_started_and_is_always_restarted(
         input(&crashed, &BTreeSet::new()),
         vec![start("proxy", true, 1)]
     );
+}
+
+#[test]
+fn an_app_container_starts_only_after_the_previous_ones_post_start_returned() {
+    let mut pod = pod_with_init(&[], &["first", "second"], "Always");
+    let hook = serde_json::json!({"postStart": {"exec": {"command": ["true"]}}});
+    pod.spec.as_mut().unwrap().containers[0].lifecycle =
+        Some(serde_json::from_value(hook).unwrap());
+    let none = BTreeMap::new();
+    let empty = BTreeSet::new();
+    let input = |containers: &[ContainerStatus], done: &BTreeSet<String>| {
+        plan(&PlanInput {
+            pod: &pod,
+            containers,
+            memos: &none,
+            unhealthy: &BTreeMap::new(),
+            killing: &empty,
+            started: &empty,
+            post_start_done: done,
+            backoff: BackoffPolicy::default(),
+            now: at(100),
+        })
+    };
+    // Nothing runs: only `first` starts (its hook must return before `second`).
+    assert_eq!(input(&[], &empty), vec![start("first", false, 0)]);
+    let running = [crate::testing::running("first", 0, 1)];
+    assert!(
+        input(&running, &empty).is_empty(),
+        "held while the hook runs"
+    );
+    let done = BTreeSet::from([running[0].id.clone()]);
+    assert_eq!(input(&running, &done), vec![start("second", false, 0)]);
 }

@@ -37,6 +37,17 @@ pub trait PodReporter: Send + Sync + 'static {
 
     /// Deletes the pod object for good: grace 0, precondition uid (NotFound is success).
     fn delete_pod<'a>(&'a self, pod: &'a Pod) -> BoxFuture<'a, minik_client::Result<()>>;
+
+    /// A token for the pod's ServiceAccount, bound to the pod (TokenRequest): its value and
+    /// expiry, or `None` where the server has no TokenRequest API (a plain-http cluster).
+    fn request_token<'a>(
+        &'a self,
+        _pod: &'a Pod,
+        _audiences: &'a [String],
+        _expiration_seconds: i64,
+    ) -> BoxFuture<'a, minik_client::Result<Option<(String, jiff::Timestamp)>>> {
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// The `involvedObject` of an Event about a pod or one of its containers.
@@ -126,6 +137,44 @@ async fn write_events(
 }
 
 impl PodReporter for ApiReporter {
+    fn request_token<'a>(
+        &'a self,
+        pod: &'a Pod,
+        audiences: &'a [String],
+        expiration_seconds: i64,
+    ) -> BoxFuture<'a, minik_client::Result<Option<(String, jiff::Timestamp)>>> {
+        Box::pin(async move {
+            let meta = &pod.metadata;
+            let namespace = meta.namespace.as_deref().unwrap_or("default");
+            let account = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.service_account_name.as_deref());
+            let path = format!(
+                "/api/v1/namespaces/{namespace}/serviceaccounts/{}/token",
+                account.unwrap_or("default")
+            );
+            let body = serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "spec": {"audiences": audiences, "expirationSeconds": expiration_seconds,
+                    "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": meta.name, "uid": meta.uid}}});
+            let answer = self
+                .client
+                .request_json(minik_client::Method::POST, &path, Some(&body))
+                .await;
+            let answer = match answer {
+                Err(error) if error.is_not_found() => return Ok(None),
+                other => other?,
+            };
+            let status = &answer["status"];
+            let token = status["token"].as_str().unwrap_or_default().to_string();
+            let expires = status["expirationTimestamp"]
+                .as_str()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(jiff::Timestamp::now);
+            Ok(Some((token, expires)))
+        })
+    }
+
     fn event(&self, pod: &Pod, container: Option<&str>, type_: &str, reason: &str, message: &str) {
         let event = self
             .recorder

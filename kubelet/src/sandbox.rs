@@ -27,6 +27,10 @@ pub struct Sandbox {
     pub volume_env: BTreeMap<String, BTreeMap<String, String>>,
     /// Each container's own directory (its default working directory).
     pub working_dirs: BTreeMap<String, PathBuf>,
+    /// Each container's bind mounts in its own mount namespace (`mountns/`).
+    pub mounts: BTreeMap<String, Vec<crate::mountns::BindMount>>,
+    /// Why volumes are not at their mountPath (no mount namespaces), for a pod event.
+    pub mount_note: Option<String>,
 }
 
 /// Sets up and tears down pod sandboxes.
@@ -48,6 +52,8 @@ pub struct NodeSandbox {
     ips: IpAllocator,
     /// Reads the claims and volumes of persistentVolumeClaim volumes (`claims.rs`).
     client: Option<minik_client::Client>,
+    /// Mount namespaces and the pods' DNS (`mountns/`).
+    pub namespaces: crate::mountns::pod::PodNamespaces,
 }
 
 impl NodeSandbox {
@@ -58,6 +64,7 @@ impl NodeSandbox {
             root: root.to_path_buf(),
             ips,
             client: None,
+            namespaces: Default::default(),
         })
     }
 
@@ -91,6 +98,10 @@ impl NodeSandbox {
                 plan.env_for(&self.root, &uid, &container.name),
             );
             sandbox.working_dirs.insert(container.name.clone(), dir);
+        }
+        match self.namespaces.prepare(pod, &sandbox.ip, &plan) {
+            Ok(mounts) => sandbox.mounts = mounts,
+            Err(note) => sandbox.mount_note = Some(note),
         }
         Ok(sandbox)
     }

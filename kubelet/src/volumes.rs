@@ -7,7 +7,8 @@
 //! `/var/lib/kubelet/pods/{uid}/volumes/kubernetes.io~empty-dir/{name}` and is deleted with the
 //! pod; a hostPath is the node's own path; the runtime then bind-mounts each into the container.
 //!
-//! minik has no mount namespaces, so a process sees the host's filesystem. The scheme:
+//! Where the node allows user + mount namespaces, each container also sees its volumes at their
+//! `mountPath` (bind mounts made by its shim, `mountns/`); the scheme below holds everywhere:
 //! - emptyDir `NAME` → `{root}/pods/{uid}/volumes/NAME` (created by [`setup`], removed by
 //!   [`teardown`]); `medium: Memory` and `sizeLimit` are ignored.
 //! - hostPath → its `path`, checked or created according to `type` (`DirectoryOrCreate`, …).
@@ -22,9 +23,9 @@
 //!   `atomic_writer.rs`).
 //! - persistentVolumeClaim → the directory of the volume the claim is bound to, resolved beforehand
 //!   by `claims.rs` (created on first mount; it outlives the pod).
-//! - `readOnly` is not enforced; `subPath` selects a sub-directory of the volume (created if
-//!   missing). Other volume kinds are mounted as an empty directory and reported in
-//!   [`VolumePlan::warnings`] (so is a claim nobody resolved, for the fake sandbox).
+//! - `readOnly` is enforced only in a mount namespace; `subPath` selects a sub-directory of the
+//!   volume (created if missing). Other volume kinds are mounted as an empty directory and reported
+//!   in [`VolumePlan::warnings`] (so is a claim nobody resolved, for the fake sandbox).
 //!
 //! The plan is a pure function of the pod ([`plan`]); [`setup`] and [`teardown`] do the I/O.
 

@@ -19,6 +19,7 @@ mod jobs; // Jobs: completions two at a time, the controller manager killed with
 mod limits; // a fork bomb stopped by the pod pids limit
 mod loadbalancer; // the batched load balancer, node ports
 mod metrics; // kubectl top's API: usage through metrics-server; a memory limit OOM-kills
+mod mounts; // cluster DNS from inside a pod, volumes at their mountPath (mount namespaces)
 mod nodes; // a dead node: Unknown, tainted, its pods evicted; pod GC
 mod replication; // ReplicationControllers: replicas kept, the scale subresource
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)

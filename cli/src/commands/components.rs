@@ -1,4 +1,4 @@
-//! `minik apiserver|scheduler|kubelet|endpoint-controller|controller-manager|kube-proxy|ingress|loadbalancer|metrics-server …`: each component in the one binary.
+//! `minik apiserver|scheduler|kubelet|endpoint-controller|controller-manager|kube-proxy|ingress|loadbalancer|metrics-server|dns …`: each component in the one binary.
 //!
 //! Kubernetes counterpart: the separate `kube-apiserver`, `kube-scheduler`, `kubelet`,
 //! `kube-controller-manager` and `kube-proxy` binaries (`cmd/*/`); k3s folds them into one binary
@@ -63,6 +63,12 @@ pub async fn ingress(args: minik_ingress::Args) -> anyhow::Result<()> {
 pub async fn loadbalancer(args: minik_loadbalancer::Args) -> anyhow::Result<()> {
     let shutdown = start("loadbalancer");
     Ok(minik_loadbalancer::run(args.into_config(), shutdown).await?)
+}
+
+/// `minik dns`.
+pub async fn dns(args: minik_dns::Args) -> anyhow::Result<()> {
+    let shutdown = start("dns");
+    Ok(minik_dns::run(args.into_config(), shutdown).await?)
 }
 
 /// `minik shim …` and `minik image NAME`, recognised from the raw arguments (they take argv

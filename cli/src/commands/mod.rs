@@ -90,6 +90,8 @@ pub enum Command {
     Loadbalancer(minik_loadbalancer::Args),
     /// Run metrics-server (the kubelets' usage as metrics.k8s.io, for `kubectl top` and the HPA).
     MetricsServer(minik_metrics_server::Args),
+    /// Run the cluster DNS (A and SRV records for Services, on a loopback address).
+    Dns(minik_dns::Args),
 }
 
 /// Runs the parsed command.
@@ -120,5 +122,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ingress(args) => components::ingress(args).await,
         Command::Loadbalancer(args) => components::loadbalancer(args).await,
         Command::MetricsServer(args) => components::metrics_server(args).await,
+        Command::Dns(args) => components::dns(args).await,
     }
 }

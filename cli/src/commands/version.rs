@@ -2,6 +2,8 @@
 //!
 //! Kubernetes counterpart: `kubectl version` (`staging/src/k8s.io/kubectl/pkg/cmd/version/version.go`),
 //! which prints `Client Version:` and `Server Version:` (the apiserver's `gitVersion`).
+//! `--verbose` adds what the machine allows: unprivileged user + mount namespaces (volumes at
+//! their mountPath) or not.
 
 use reqwest::Method;
 use serde_json::Value;
@@ -14,11 +16,23 @@ pub struct VersionArgs {
     /// Print only the client version (no server round trip).
     #[arg(long)]
     pub client: bool,
+    /// Also print what this machine lets minik do (mount namespaces for volumes at mountPath).
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 /// Runs `minik version`.
 pub async fn version(args: VersionArgs, flags: &GlobalFlags) -> anyhow::Result<()> {
     println!("Client Version: v{}-minik", env!("CARGO_PKG_VERSION"));
+    if args.verbose {
+        // The kubelet's own probe, on this binary: `minik shim --probe-namespaces`.
+        let exe = std::env::current_exe()?;
+        let support = minik_kubelet::mountns::detect(&exe);
+        match support.available {
+            true => println!("Mount namespaces: yes ({})", support.detail),
+            false => println!("Mount namespaces: no ({})", support.detail),
+        }
+    }
     if args.client {
         return Ok(());
     }

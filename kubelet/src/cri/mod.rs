@@ -63,6 +63,8 @@ pub struct ContainerConfig {
     pub working_dir: Option<PathBuf>,
     /// Where stdout and stderr go, one line each in CRI format (`RFC3339Nano stream F line`).
     pub log_path: PathBuf,
+    /// Bind mounts in a mount namespace of its own (`mountns/`); `None`: the host's view.
+    pub mounts: Option<Vec<crate::mountns::BindMount>>,
 }
 
 /// An id the runtime gave a container: `{pod_uid}-{name}-{attempt}` is fine.

@@ -28,7 +28,8 @@ impl PodWorker {
                 continue;
             }
             let written =
-                payload(pod, volume, &facts, self.ctx.sources.as_ref()).and_then(|files| {
+                payload(pod, volume, &facts, self.ctx.sources.as_ref()).and_then(|mut files| {
+                    self.add_tokens(volume, &mut files);
                     atomic_writer::write(&dir.join(&volume.name), &files).map_err(|e| e.to_string())
                 });
             match written {

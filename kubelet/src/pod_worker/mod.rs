@@ -49,6 +49,7 @@ mod sync_pod;
 mod sync_terminating_pod;
 #[cfg(test)]
 mod tests;
+mod tokens;
 
 /// What every pod worker of one kubelet shares.
 pub struct WorkerContext {
@@ -148,6 +149,8 @@ pub struct PodWorker {
     pub(crate) released: bool,
     /// `activeDeadlineSeconds` passed: the pod is reported Failed, reason `DeadlineExceeded`.
     pub(crate) deadline_exceeded: bool,
+    /// ServiceAccount tokens of projected volumes, by `volume/path` (`tokens.rs`).
+    pub(crate) tokens: BTreeMap<String, tokens::HeldToken>,
 }
 
 impl PodWorker {
@@ -179,6 +182,7 @@ impl PodWorker {
             backoff: BTreeMap::new(),
             announced_backoff: BTreeMap::new(),
             container_tokens: BTreeMap::new(),
+            tokens: BTreeMap::new(),
             last_status: pod.status.clone(),
             wake_at: None,
             source_changes: Some(ctx.source_changes.clone()),

@@ -42,6 +42,7 @@ impl PodWorker {
         if !self.ensure_sandbox(pod).await {
             return;
         }
+        self.refresh_tokens(pod).await;
         if !self.sync_config_volumes(pod) {
             return self.report(pod, false).await;
         }
@@ -58,6 +59,7 @@ impl PodWorker {
             unhealthy: &self.unhealthy,
             killing: &self.killing,
             started: &started,
+            post_start_done: &self.post_start_done,
             backoff: self.ctx.backoff,
             now: jiff::Timestamp::now(),
         });
@@ -134,6 +136,10 @@ impl PodWorker {
         match self.ctx.sandbox.setup(pod).await {
             Ok(sandbox) => {
                 info!(pod = %self.key, ip = %sandbox.ip, "pod sandbox ready");
+                if let Some(note) = &sandbox.mount_note {
+                    let reporter = &self.ctx.reporter;
+                    reporter.event(pod, None, "Warning", "NoMountNamespace", note);
+                }
                 self.sandbox = Some(sandbox);
                 true
             }
@@ -440,6 +446,11 @@ impl PodWorker {
             log_dir: pod_log_dir(&self.ctx.root_dir, pod),
             host_ip: self.ctx.host_ip.clone(),
             allocatable: self.ctx.allocatable.clone(),
+            mounts: self
+                .sandbox
+                .as_ref()
+                .map(|s| s.mounts.clone())
+                .unwrap_or_default(),
         }
     }
 }

@@ -93,6 +93,9 @@ pub struct StoredConfig {
     pub env: BTreeMap<String, String>,
     pub working_dir: Option<PathBuf>,
     pub log_path: PathBuf,
+    /// The container's own mount namespace (`mountns/`), if the node can make one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mounts: Option<Vec<crate::mountns::BindMount>>,
 }
 
 impl From<&ContainerConfig> for StoredConfig {
@@ -107,6 +110,7 @@ impl From<&ContainerConfig> for StoredConfig {
             env: c.env.clone(),
             working_dir: c.working_dir.clone(),
             log_path: c.log_path.clone(),
+            mounts: c.mounts.clone(),
         }
     }
 }
@@ -123,6 +127,7 @@ impl From<StoredConfig> for ContainerConfig {
             env: c.env,
             working_dir: c.working_dir,
             log_path: c.log_path,
+            mounts: c.mounts,
         }
     }
 }
@@ -183,6 +188,9 @@ static HANDSHAKE_SENT: OnceLock<PathBuf> = OnceLock::new();
 /// Entry point of `minik shim …`. `args` are the arguments after the word `shim` (a leading
 /// `"shim"` is tolerated). Returns the process exit code.
 pub fn main(args: Vec<String>) -> i32 {
+    if args.iter().any(|a| a == "--probe-namespaces") {
+        return probe_namespaces();
+    }
     let opts = match parse_args(&args) {
         Ok(opts) => opts,
         Err(message) => {
@@ -196,6 +204,18 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(code) => code,
         Err(err) => {
             note(&format!("minik shim: {err}"));
+            1
+        }
+    }
+}
+
+/// `minik shim --probe-namespaces`: exit 0 if this process can make a user + mount namespace
+/// with a tmpfs in it, else say why on stderr (the kubelet's `mountns::detect`).
+fn probe_namespaces() -> i32 {
+    match crate::mountns::enter::probe() {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!("{error}");
             1
         }
     }
@@ -370,6 +390,13 @@ fn spawn_container(
     config: &StoredConfig,
 ) -> Result<std::process::Child, StartFailure> {
     let argv0 = &opts.argv[0];
+    if let Some(mounts) = &config.mounts {
+        // Before the workingDir check: the working directory may be a mount path.
+        crate::mountns::enter::enter(mounts, &opts.state_dir).map_err(|e| StartFailure {
+            exit_code: 128,
+            message: format!("entering the container's mount namespace: {e}"),
+        })?;
+    }
     let mut cmd = Command::new(argv0);
     cmd.args(&opts.argv[1..])
         .env_clear()

@@ -109,6 +109,8 @@ pub fn kubelet_config(
         backoff_base: Duration::from_millis(200),
         backoff_max: Duration::from_secs(2),
         pod_pids_limit: minik_kubelet::pids::DEFAULT_POD_PIDS_LIMIT,
+        cluster_dns: Vec::new(),
+        cluster_domain: "cluster.local".into(),
     }
 }
 
