@@ -49,6 +49,8 @@ pub struct PodContext {
     pub host_ip: String,
     /// The node's allocatable `cpu` and `memory` (unset limits in `resourceFieldRef`).
     pub allocatable: BTreeMap<String, String>,
+    /// Rewrite the processes' wildcard binds to the pod IP (`shim/bind_rewrite/`).
+    pub rewrite_binds: bool,
 }
 
 impl PodContext {
@@ -242,6 +244,7 @@ pub fn container_config(
             .log_dir
             .join(&container.name)
             .join(format!("{attempt}.log")),
+        pod_ip: ctx.rewrite_binds.then(|| ctx.pod_ip.parse().ok()).flatten(),
     };
     Ok((config, env.invalid_keys))
 }

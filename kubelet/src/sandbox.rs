@@ -4,7 +4,9 @@
 //! plugin (an IP per pod) and, around it, the volume manager's `WaitForAttachAndMount`
 //! (`pkg/kubelet/volumemanager`). minik has no pause container: a sandbox is just the pod's
 //! loopback IP (`network.rs`) and its volume directories (`volumes.rs`), and the per-container
-//! environment variables that tell a process where its `volumeMounts` live.
+//! environment variables that tell a process where its `volumeMounts` live. Its processes' wildcard
+//! binds are rewritten to that IP where the node can (`shim/bind_rewrite/`), which stands for the
+//! pod's network namespace.
 //!
 //! The pod worker talks to the [`PodSandbox`] trait so that its tests can use [`FakeSandbox`].
 
@@ -27,6 +29,10 @@ pub struct Sandbox {
     pub volume_env: BTreeMap<String, BTreeMap<String, String>>,
     /// Each container's own directory (its default working directory).
     pub working_dirs: BTreeMap<String, PathBuf>,
+    /// Its processes' wildcard binds go to `ip` (`shim/bind_rewrite/`).
+    pub rewrite_binds: bool,
+    /// Why they cannot (the pod's event), when the node has no bind rewriting.
+    pub network_warning: Option<String>,
 }
 
 /// Sets up and tears down pod sandboxes.
@@ -46,6 +52,8 @@ pub trait PodSandbox: Send + Sync + 'static {
 pub struct NodeSandbox {
     root: PathBuf,
     ips: IpAllocator,
+    /// `Err(why)` when this node cannot rewrite binds (detected once, `shim/bind_rewrite/`).
+    rewrite_binds: Result<(), String>,
 }
 
 impl NodeSandbox {
@@ -55,6 +63,7 @@ impl NodeSandbox {
         Ok(NodeSandbox {
             root: root.to_path_buf(),
             ips,
+            rewrite_binds: crate::shim::bind_rewrite::support().clone(),
         })
     }
 
@@ -66,6 +75,10 @@ impl NodeSandbox {
         let spec = pod.spec.clone().unwrap_or_default();
         let mut sandbox = Sandbox {
             ip: ip.to_string(),
+            rewrite_binds: self.rewrite_binds.is_ok(),
+            network_warning: self.rewrite_binds.clone().err().map(|why| {
+                format!("Wildcard binds are not rewritten to the pod IP ({why}): this pod's listeners on 0.0.0.0 take the port on every host address")
+            }),
             ..Default::default()
         };
         for container in spec

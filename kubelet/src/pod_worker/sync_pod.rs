@@ -99,6 +99,10 @@ impl PodWorker {
         match self.ctx.sandbox.setup(pod).await {
             Ok(sandbox) => {
                 info!(pod = %self.key, ip = %sandbox.ip, "pod sandbox ready");
+                if let Some(warning) = &sandbox.network_warning {
+                    let reporter = &self.ctx.reporter;
+                    reporter.event(pod, None, "Warning", "PodNetworkNotIsolated", warning);
+                }
                 self.sandbox = Some(sandbox);
                 true
             }
@@ -405,6 +409,7 @@ impl PodWorker {
             log_dir: pod_log_dir(&self.ctx.root_dir, pod),
             host_ip: self.ctx.host_ip.clone(),
             allocatable: self.ctx.allocatable.clone(),
+            rewrite_binds: self.sandbox.as_ref().is_some_and(|s| s.rewrite_binds),
         }
     }
 }

@@ -57,7 +57,9 @@ use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
 use crate::cri::ContainerConfig;
+use bind_rewrite::BindRewrite;
 
+pub mod bind_rewrite;
 mod log;
 mod procfs;
 
@@ -88,6 +90,9 @@ pub struct StoredConfig {
     pub env: BTreeMap<String, String>,
     pub working_dir: Option<PathBuf>,
     pub log_path: PathBuf,
+    /// Absent in a config written before bind rewriting: no rewriting.
+    #[serde(default)]
+    pub pod_ip: Option<std::net::Ipv4Addr>,
 }
 
 impl From<&ContainerConfig> for StoredConfig {
@@ -102,6 +107,7 @@ impl From<&ContainerConfig> for StoredConfig {
             env: c.env.clone(),
             working_dir: c.working_dir.clone(),
             log_path: c.log_path.clone(),
+            pod_ip: c.pod_ip,
         }
     }
 }
@@ -118,6 +124,7 @@ impl From<StoredConfig> for ContainerConfig {
             env: c.env,
             working_dir: c.working_dir,
             log_path: c.log_path,
+            pod_ip: c.pod_ip,
         }
     }
 }
@@ -354,7 +361,11 @@ fn spawn_container(
         }
         cmd.current_dir(dir);
     }
-    cmd.spawn().map_err(|err| {
+    let rewrite = BindRewrite::prepare(&mut cmd, config.pod_ip).map_err(|err| StartFailure {
+        exit_code: 128,
+        message: format!("cannot prepare bind rewriting: {err}"),
+    })?;
+    let mut child = cmd.spawn().map_err(|err| {
         let (exit_code, what) = match err.kind() {
             io::ErrorKind::NotFound if !argv0.contains('/') => {
                 (127, "executable file not found in $PATH".to_string())
@@ -367,7 +378,17 @@ fn spawn_container(
             exit_code,
             message: format!("exec: {argv0:?}: {what}"),
         }
-    })
+    })?;
+    if let Some(Err(err)) = rewrite.map(|r| r.supervise(note)) {
+        // Its binds would fail with ENOSYS: better not to run it at all.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(StartFailure {
+            exit_code: 128,
+            message: format!("cannot supervise bind rewriting: {err}"),
+        });
+    }
+    Ok(child)
 }
 
 fn report_start_failure(

@@ -117,6 +117,7 @@ impl Fixture {
             env,
             working_dir: None,
             log_path: self.log(name),
+            pod_ip: None,
         }
     }
 
