@@ -461,4 +461,16 @@ mod tests {
         );
         assert_eq!(config.log_path, PathBuf::from("/tmp/logs/web/3.log"));
     }
+
+    #[test]
+    fn binds_are_rewritten_to_the_pod_ip_only_where_the_node_can() {
+        let pod = pod(&["web"], "Always");
+        let lookup = StaticLookup::default();
+        let mut ctx = ctx();
+        let config = |ctx: &PodContext| container_config(&pod, &container("web"), 0, ctx, &lookup);
+        assert_eq!(config(&ctx).expect("config").0.pod_ip, None);
+        ctx.rewrite_binds = true;
+        let rewritten = config(&ctx).expect("config").0.pod_ip;
+        assert_eq!(rewritten, Some(std::net::Ipv4Addr::new(127, 244, 1, 7)));
+    }
 }

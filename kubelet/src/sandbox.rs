@@ -171,3 +171,32 @@ impl PodSandbox for FakeSandbox {
             .unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(uid: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": uid, "uid": uid},
+            "spec": {"containers": [{"name": "app"}]}}))
+        .expect("pod")
+    }
+
+    #[test]
+    fn a_node_without_bind_rewriting_says_so_in_each_sandbox() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = NodeSandbox::open(dir.path(), "127.244.1.0/24").unwrap();
+        node.rewrite_binds = Err("seccomp user notification: ENOSYS".into());
+        let fallback = node.setup_now(&pod("a")).unwrap();
+        assert!(!fallback.rewrite_binds);
+        let warning = fallback
+            .network_warning
+            .expect("a warning for the pod's events");
+        assert!(warning.contains("ENOSYS"), "{warning}");
+
+        node.rewrite_binds = Ok(());
+        let isolated = node.setup_now(&pod("b")).unwrap();
+        assert!(isolated.rewrite_binds);
+        assert_eq!(isolated.network_warning, None);
+    }
+}

@@ -16,6 +16,7 @@ mod jobs; // Jobs: completions two at a time, the controller manager killed with
 mod limits; // a fork bomb stopped by the pod pids limit
 mod loadbalancer; // the batched load balancer, node ports
 mod nodes; // a dead node: Unknown, tainted, its pods evicted; pod GC
+mod podnet; // two pods on 0.0.0.0:8080 side by side; localhost inside a pod (bind rewriting)
 mod replication; // ReplicationControllers: replicas kept, the scale subresource
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
 mod rollout; // seed 002's rolling update, sampled on a watch

@@ -2,6 +2,7 @@
 //!
 //! Kubernetes counterpart: `kubectl version` (`staging/src/k8s.io/kubectl/pkg/cmd/version/version.go`),
 //! which prints `Client Version:` and `Server Version:` (the apiserver's `gitVersion`).
+//! `--verbose` adds what the kernel allows pods here (bind rewriting, `kubelet/src/shim/bind_rewrite/`).
 
 use reqwest::Method;
 use serde_json::Value;
@@ -14,11 +15,18 @@ pub struct VersionArgs {
     /// Print only the client version (no server round trip).
     #[arg(long)]
     pub client: bool,
+    /// Also print what this machine lets pods have (detected now, as each kubelet does at start).
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 /// Runs `minik version`.
 pub async fn version(args: VersionArgs, flags: &GlobalFlags) -> anyhow::Result<()> {
     println!("Client Version: v{}-minik", env!("CARGO_PKG_VERSION"));
+    if args.verbose {
+        let network = minik_kubelet::shim::bind_rewrite::describe();
+        println!("Pod network: {network}");
+    }
     if args.client {
         return Ok(());
     }

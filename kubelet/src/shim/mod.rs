@@ -20,6 +20,9 @@
 //! - It spawns the container in its own process group (`process_group(0)`), with exactly the given
 //!   environment, stdin `/dev/null`, stdout/stderr piped into `FILE` in CRI log format
 //!   (`2026-11-22T02:30:00.123456789Z stdout F line`).
+//! - With a `pod_ip` in its config, the container starts under a seccomp filter that hands its
+//!   `bind`/`connect` calls to a thread of the shim, which puts wildcard listeners on the pod IP
+//!   (`bind_rewrite/`: the pod's own network, approximated).
 //! - It writes `DIR/started.json` (pid and `/proc` start time, so a later kubelet can tell "our"
 //!   process from a recycled pid), then prints one JSON handshake line on its stdout
 //!   (`{"started":{…}}` or `{"failed":{…}}`) and detaches stdout and stderr.
