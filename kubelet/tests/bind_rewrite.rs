@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         two_wildcard_servers_on_one_port_each_get_their_pod_ip,
         containers_of_a_pod_and_its_execs_reach_it_on_localhost,
         a_rewritten_listener_serves_as_fast_as_a_plain_one,
+        static_busybox_httpds_on_one_port_each_get_their_pod_ip,
     ])
 }
 
@@ -189,7 +190,7 @@ async fn a_rewritten_listener_serves_as_fast_as_a_plain_one() {
     let rate = |ip: Ipv4Addr| {
         let addr = SocketAddr::new(ip.into(), port);
         let started = Instant::now();
-        let n = 300;
+        let n = 200;
         for _ in 0..n {
             get(addr, "/who").unwrap();
         }
@@ -197,10 +198,45 @@ async fn a_rewritten_listener_serves_as_fast_as_a_plain_one() {
     };
     wait_serving(SocketAddr::new(ip_a.into(), port)).await;
     wait_serving(SocketAddr::new(ip_b.into(), port)).await;
-    let (rewritten, plain) = (rate(ip_a), rate(ip_b));
-    println!("requests/s: rewritten bind {rewritten:.0}, plain bind {plain:.0}");
+    // Interleaved rounds, best of each: the machine is shared, and its noise only slows.
+    let (mut rewritten, mut plain) = (0f64, 0f64);
+    for _ in 0..3 {
+        rewritten = rewritten.max(rate(ip_a));
+        plain = plain.max(rate(ip_b));
+    }
+    println!("requests/s (best of 3 x 200): rewritten bind {rewritten:.0}, plain bind {plain:.0}");
     assert!(
         rewritten > plain * 0.5,
         "rewritten {rewritten:.0}/s vs plain {plain:.0}/s"
     );
+}
+
+/// A statically linked busybox (no libc to preload into: the reason for seccomp) serving
+/// `httpd -p PORT`, its wildcard address, twice.
+async fn static_busybox_httpds_on_one_port_each_get_their_pod_ip() {
+    if !usable() {
+        return;
+    }
+    let Some(busybox) = ["/usr/bin/busybox", "/bin/busybox"]
+        .into_iter()
+        .find(|path| std::path::Path::new(path).exists())
+    else {
+        println!("skipped: no busybox (Debian's busybox-static)");
+        return;
+    };
+    let fx = Fixture::new();
+    let (ip_a, ip_b, port) = pod_ips_and_port();
+    for (name, ip) in [("a", ip_a), ("b", ip_b)] {
+        let dir = fx.tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("who"), name).unwrap();
+        let (port, dir) = (port.to_string(), dir.to_string_lossy().into_owned());
+        let argv = [busybox, "httpd", "-f", "-p", &port, "-h", &dir];
+        let mut config = fx.config(name, &argv, &[]);
+        config.pod_ip = Some(ip);
+        fx.start(config).await;
+    }
+    assert_eq!(wait_serving(SocketAddr::new(ip_a.into(), port)).await, "a");
+    assert_eq!(wait_serving(SocketAddr::new(ip_b.into(), port)).await, "b");
+    assert!(!wildcard_listener(port), "a wildcard listener on {port}");
 }

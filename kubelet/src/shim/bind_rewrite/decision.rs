@@ -105,7 +105,7 @@ pub fn rewrite_bind(addr: SocketAddr, pod_ip: Ipv4Addr, v6only: bool) -> Action 
 
 /// The address a `connect(addr)` would go to inside the pod, if it is the pod's own localhost:
 /// `127.0.0.1:P` → `POD_IP:P` (and the same in v4-mapped IPv6 form). The caller redirects only if
-/// the pod listens there ([`listens_on`]).
+/// the pod listens there.
 pub fn localhost_target(addr: SocketAddr, pod_ip: Ipv4Addr) -> Option<SocketAddr> {
     match addr {
         SocketAddr::V4(v4) if *v4.ip() == Ipv4Addr::LOCALHOST => {
@@ -120,32 +120,6 @@ pub fn localhost_target(addr: SocketAddr, pod_ip: Ipv4Addr) -> Option<SocketAddr
 
 fn is_wildcard_or_localhost(ip: Ipv4Addr) -> bool {
     ip.is_unspecified() || ip == Ipv4Addr::LOCALHOST
-}
-
-/// Whether a `/proc/net/tcp` or `/proc/net/tcp6` table has a socket in LISTEN state on `ip:port`
-/// (`ip` as IPv4; a v4-mapped IPv6 listener counts too). The table writes each address as 32-bit
-/// words in the machine's byte order, in hex, and the port in hex.
-pub fn listens_on(table: &str, ip: Ipv4Addr, port: u16) -> bool {
-    const LISTEN: &str = "0A";
-    let v4 = format!("{}:{port:04X}", hex_words(&ip.octets()));
-    let v6 = format!("{}:{port:04X}", hex_words(&ip.to_ipv6_mapped().octets()));
-    table.lines().skip(1).any(|line| {
-        let mut fields = line.split_whitespace().skip(1);
-        let (Some(local), Some(_remote), Some(state)) =
-            (fields.next(), fields.next(), fields.next())
-        else {
-            return false;
-        };
-        state == LISTEN && (local.eq_ignore_ascii_case(&v4) || local.eq_ignore_ascii_case(&v6))
-    })
-}
-
-/// An address as `/proc/net/tcp*` prints it: each 4-byte word as a native-endian u32 in hex.
-fn hex_words(bytes: &[u8]) -> String {
-    bytes
-        .chunks(4)
-        .map(|w| format!("{:08X}", u32::from_ne_bytes([w[0], w[1], w[2], w[3]])))
-        .collect()
 }
 
 #[cfg(test)]

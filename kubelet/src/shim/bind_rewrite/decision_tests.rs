@@ -120,29 +120,3 @@ fn only_localhost_connects_have_a_pod_target() {
     }
     assert_eq!(localhost_target("[::1]:80".parse().unwrap(), POD), None);
 }
-
-/// Two lines of a real `/proc/net/tcp` (x86-64): 127.244.1.7:8080 listening, 127.0.0.1:6443
-/// connected.
-#[cfg(target_endian = "little")]
-const TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0701F47F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0
-   1: 0100007F:192B 0100007F:A2B4 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4 30 10 -1
-";
-
-#[cfg(target_endian = "little")]
-const TCP6: &str = "  sl  local_address                         remote_address                        st tx_queue rx_queue
-   0: 0000000000000000FFFF00000701F47F:0050 00000000000000000000000000000000:0000 0A 00000000:00000000
-";
-
-#[cfg(target_endian = "little")]
-#[test]
-fn listeners_are_found_in_proc_net_tables() {
-    assert!(listens_on(TCP, POD, 8080));
-    assert!(!listens_on(TCP, POD, 80));
-    assert!(
-        !listens_on(TCP, Ipv4Addr::LOCALHOST, 6443),
-        "an established socket is no listener"
-    );
-    assert!(listens_on(TCP6, POD, 80), "a v4-mapped IPv6 listener");
-    assert!(!listens_on("", POD, 80));
-}
