@@ -98,7 +98,8 @@ impl PodWorker {
         }
         match self.ctx.sandbox.setup(pod).await {
             Ok(sandbox) => {
-                info!(pod = %self.key, ip = %sandbox.ip, "pod sandbox ready");
+                let rewrite_binds = sandbox.rewrite_binds;
+                info!(pod = %self.key, ip = %sandbox.ip, rewrite_binds, "pod sandbox ready");
                 if let Some(warning) = &sandbox.network_warning {
                     let reporter = &self.ctx.reporter;
                     reporter.event(pod, None, "Warning", "PodNetworkNotIsolated", warning);
