@@ -51,6 +51,8 @@ pub struct PodContext {
     pub allocatable: BTreeMap<String, String>,
     /// Each container's bind mounts, when the node gives containers mount namespaces.
     pub mounts: BTreeMap<String, Vec<crate::mountns::BindMount>>,
+    /// Rewrite the processes' wildcard binds to the pod IP (`shim/bind_rewrite/`).
+    pub rewrite_binds: bool,
 }
 
 impl PodContext {
@@ -245,6 +247,7 @@ pub fn container_config(
             .join(&container.name)
             .join(format!("{attempt}.log")),
         mounts: ctx.mounts.get(&container.name).cloned(),
+        pod_ip: ctx.rewrite_binds.then(|| ctx.pod_ip.parse().ok()).flatten(),
     };
     Ok((config, env.invalid_keys))
 }
@@ -460,5 +463,17 @@ mod tests {
             ("uid-1", "default/web", 3)
         );
         assert_eq!(config.log_path, PathBuf::from("/tmp/logs/web/3.log"));
+    }
+
+    #[test]
+    fn binds_are_rewritten_to_the_pod_ip_only_where_the_node_can() {
+        let pod = pod(&["web"], "Always");
+        let lookup = StaticLookup::default();
+        let mut ctx = ctx();
+        let config = |ctx: &PodContext| container_config(&pod, &container("web"), 0, ctx, &lookup);
+        assert_eq!(config(&ctx).expect("config").0.pod_ip, None);
+        ctx.rewrite_binds = true;
+        let rewritten = config(&ctx).expect("config").0.pod_ip;
+        assert_eq!(rewritten, Some(std::net::Ipv4Addr::new(127, 244, 1, 7)));
     }
 }

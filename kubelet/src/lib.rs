@@ -184,6 +184,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let client = minik_client::Client::connect(&config.server, config.kubeconfig.as_deref())?;
     let (api_host, api_port) = api_address(client.base_url())?;
     std::fs::create_dir_all(&config.root_dir)?;
+    let bind_rewrite = shim::bind_rewrite::describe();
+    info!(node = %config.node_name, bind_rewrite, "pod network");
     let process_runtime =
         cri::process::ProcessRuntime::new(config.root_dir.clone(), config.minik_binary.clone())?;
     let pod_cgroups = cgroups::PodCgroups::detect(

@@ -4,7 +4,9 @@
 //! plugin (an IP per pod) and, around it, the volume manager's `WaitForAttachAndMount`
 //! (`pkg/kubelet/volumemanager`). minik has no pause container: a sandbox is just the pod's
 //! loopback IP (`network.rs`) and its volume directories (`volumes.rs`), and the per-container
-//! environment variables that tell a process where its `volumeMounts` live.
+//! environment variables that tell a process where its `volumeMounts` live. Its processes' wildcard
+//! binds are rewritten to that IP where the node can (`shim/bind_rewrite/`), which stands for the
+//! pod's network namespace.
 //!
 //! The pod worker talks to the [`PodSandbox`] trait so that its tests can use [`FakeSandbox`].
 
@@ -31,6 +33,10 @@ pub struct Sandbox {
     pub mounts: BTreeMap<String, Vec<crate::mountns::BindMount>>,
     /// Why volumes are not at their mountPath (no mount namespaces), for a pod event.
     pub mount_note: Option<String>,
+    /// Its processes' wildcard binds go to `ip` (`shim/bind_rewrite/`).
+    pub rewrite_binds: bool,
+    /// Why they cannot (the pod's event), when the node has no bind rewriting.
+    pub network_warning: Option<String>,
 }
 
 /// Sets up and tears down pod sandboxes.
@@ -54,6 +60,8 @@ pub struct NodeSandbox {
     client: Option<minik_client::Client>,
     /// Mount namespaces and the pods' DNS (`mountns/`).
     pub namespaces: crate::mountns::pod::PodNamespaces,
+    /// `Err(why)` when this node cannot rewrite binds (detected once, `shim/bind_rewrite/`).
+    rewrite_binds: Result<(), String>,
 }
 
 impl NodeSandbox {
@@ -65,6 +73,7 @@ impl NodeSandbox {
             ips,
             client: None,
             namespaces: Default::default(),
+            rewrite_binds: crate::shim::bind_rewrite::support().clone(),
         })
     }
 
@@ -83,6 +92,10 @@ impl NodeSandbox {
         let spec = pod.spec.clone().unwrap_or_default();
         let mut sandbox = Sandbox {
             ip: ip.to_string(),
+            rewrite_binds: self.rewrite_binds.is_ok(),
+            network_warning: self.rewrite_binds.clone().err().map(|why| {
+                format!("Wildcard binds are not rewritten to the pod IP ({why}): this pod's listeners on 0.0.0.0 take the port on every host address")
+            }),
             ..Default::default()
         };
         for container in spec
@@ -182,5 +195,34 @@ impl PodSandbox for FakeSandbox {
             .lock()
             .map(|s| s.0.keys().cloned().collect())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(uid: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": uid, "uid": uid},
+            "spec": {"containers": [{"name": "app"}]}}))
+        .expect("pod")
+    }
+
+    #[test]
+    fn a_node_without_bind_rewriting_says_so_in_each_sandbox() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut node = NodeSandbox::open(dir.path(), "127.244.1.0/24").unwrap();
+        node.rewrite_binds = Err("seccomp user notification: ENOSYS".into());
+        let fallback = node.setup_now(&pod("a")).unwrap();
+        assert!(!fallback.rewrite_binds);
+        let warning = fallback
+            .network_warning
+            .expect("a warning for the pod's events");
+        assert!(warning.contains("ENOSYS"), "{warning}");
+
+        node.rewrite_binds = Ok(());
+        let isolated = node.setup_now(&pod("b")).unwrap();
+        assert!(isolated.rewrite_binds);
+        assert_eq!(isolated.network_warning, None);
     }
 }

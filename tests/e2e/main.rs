@@ -21,6 +21,7 @@ mod loadbalancer; // the batched load balancer, node ports
 mod metrics; // kubectl top's API: usage through metrics-server; a memory limit OOM-kills
 mod mounts; // cluster DNS from inside a pod, volumes at their mountPath (mount namespaces)
 mod nodes; // a dead node: Unknown, tainted, its pods evicted; pod GC
+mod podnet; // two pods on 0.0.0.0:8080 side by side; localhost inside a pod (bind rewriting)
 mod replication; // ReplicationControllers: replicas kept, the scale subresource
 mod restarts; // kill -9 of a kubelet or the apiserver (process mode)
 mod rollout; // seed 002's rolling update, sampled on a watch

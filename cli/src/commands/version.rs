@@ -2,8 +2,8 @@
 //!
 //! Kubernetes counterpart: `kubectl version` (`staging/src/k8s.io/kubectl/pkg/cmd/version/version.go`),
 //! which prints `Client Version:` and `Server Version:` (the apiserver's `gitVersion`).
-//! `--verbose` adds what the machine allows: unprivileged user + mount namespaces (volumes at
-//! their mountPath) or not.
+//! `--verbose` adds what the machine allows pods here: unprivileged user + mount namespaces (volumes
+//! at their mountPath) and bind rewriting (`kubelet/src/shim/bind_rewrite/`).
 
 use reqwest::Method;
 use serde_json::Value;
@@ -17,6 +17,7 @@ pub struct VersionArgs {
     #[arg(long)]
     pub client: bool,
     /// Also print what this machine lets minik do (mount namespaces for volumes at mountPath).
+    /// Also print what this machine lets pods have (detected now, as each kubelet does at start).
     #[arg(long)]
     pub verbose: bool,
 }
@@ -32,6 +33,8 @@ pub async fn version(args: VersionArgs, flags: &GlobalFlags) -> anyhow::Result<(
             true => println!("Mount namespaces: yes ({})", support.detail),
             false => println!("Mount namespaces: no ({})", support.detail),
         }
+        let network = minik_kubelet::shim::bind_rewrite::describe();
+        println!("Pod network: {network}");
     }
     if args.client {
         return Ok(());

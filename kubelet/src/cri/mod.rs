@@ -10,6 +10,7 @@
 //! Implementations: `process/` (real processes) and `fake.rs` (in memory, for unit tests).
 
 use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use futures::future::BoxFuture;
@@ -65,6 +66,9 @@ pub struct ContainerConfig {
     pub log_path: PathBuf,
     /// Bind mounts in a mount namespace of its own (`mountns/`); `None`: the host's view.
     pub mounts: Option<Vec<crate::mountns::BindMount>>,
+    /// The pod IP the process's wildcard binds are rewritten to (`shim/bind_rewrite/`); `None`:
+    /// it binds on the host's addresses as it asks.
+    pub pod_ip: Option<Ipv4Addr>,
 }
 
 /// An id the runtime gave a container: `{pod_uid}-{name}-{attempt}` is fine.

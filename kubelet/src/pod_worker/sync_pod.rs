@@ -135,10 +135,14 @@ impl PodWorker {
         }
         match self.ctx.sandbox.setup(pod).await {
             Ok(sandbox) => {
-                info!(pod = %self.key, ip = %sandbox.ip, "pod sandbox ready");
+                let rewrite_binds = sandbox.rewrite_binds;
+                info!(pod = %self.key, ip = %sandbox.ip, rewrite_binds, "pod sandbox ready");
+                let reporter = &self.ctx.reporter;
                 if let Some(note) = &sandbox.mount_note {
-                    let reporter = &self.ctx.reporter;
                     reporter.event(pod, None, "Warning", "NoMountNamespace", note);
+                }
+                if let Some(warning) = &sandbox.network_warning {
+                    reporter.event(pod, None, "Warning", "PodNetworkNotIsolated", warning);
                 }
                 self.sandbox = Some(sandbox);
                 true
@@ -451,6 +455,7 @@ impl PodWorker {
                 .as_ref()
                 .map(|s| s.mounts.clone())
                 .unwrap_or_default(),
+            rewrite_binds: self.sandbox.as_ref().is_some_and(|s| s.rewrite_binds),
         }
     }
 }

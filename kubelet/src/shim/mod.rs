@@ -22,6 +22,9 @@
 //! - It spawns the container in its own process group (`process_group(0)`), with exactly the given
 //!   environment, stdin `/dev/null`, stdout/stderr piped into `FILE` in CRI log format
 //!   (`2026-11-22T02:30:00.123456789Z stdout F line`).
+//! - With a `pod_ip` in its config, the container starts under a seccomp filter that hands its
+//!   `bind`/`connect` calls to a thread of the shim, which puts wildcard listeners on the pod IP
+//!   (`bind_rewrite/`: the pod's own network, approximated).
 //! - It writes `DIR/started.json` (pid and `/proc` start time, so a later kubelet can tell "our"
 //!   process from a recycled pid), then prints one JSON handshake line on its stdout
 //!   (`{"started":{…}}` or `{"failed":{…}}`) and detaches stdout and stderr.
@@ -61,7 +64,9 @@ use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
 use crate::cri::ContainerConfig;
+use bind_rewrite::BindRewrite;
 
+pub mod bind_rewrite;
 mod log;
 mod procfs;
 mod stop;
@@ -96,6 +101,9 @@ pub struct StoredConfig {
     /// The container's own mount namespace (`mountns/`), if the node can make one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mounts: Option<Vec<crate::mountns::BindMount>>,
+    /// Absent in a config written before bind rewriting: no rewriting.
+    #[serde(default)]
+    pub pod_ip: Option<std::net::Ipv4Addr>,
 }
 
 impl From<&ContainerConfig> for StoredConfig {
@@ -111,6 +119,7 @@ impl From<&ContainerConfig> for StoredConfig {
             working_dir: c.working_dir.clone(),
             log_path: c.log_path.clone(),
             mounts: c.mounts.clone(),
+            pod_ip: c.pod_ip,
         }
     }
 }
@@ -128,6 +137,7 @@ impl From<StoredConfig> for ContainerConfig {
             working_dir: c.working_dir,
             log_path: c.log_path,
             mounts: c.mounts,
+            pod_ip: c.pod_ip,
         }
     }
 }
@@ -415,7 +425,11 @@ fn spawn_container(
         }
         cmd.current_dir(dir);
     }
-    cmd.spawn().map_err(|err| {
+    let rewrite = BindRewrite::prepare(&mut cmd, config.pod_ip).map_err(|err| StartFailure {
+        exit_code: 128,
+        message: format!("cannot prepare bind rewriting: {err}"),
+    })?;
+    let mut child = cmd.spawn().map_err(|err| {
         let (exit_code, what) = match err.kind() {
             io::ErrorKind::NotFound if !argv0.contains('/') => {
                 (127, "executable file not found in $PATH".to_string())
@@ -428,7 +442,17 @@ fn spawn_container(
             exit_code,
             message: format!("exec: {argv0:?}: {what}"),
         }
-    })
+    })?;
+    if let Some(Err(err)) = rewrite.map(|r| r.supervise(note)) {
+        // Its binds would fail with ENOSYS: better not to run it at all.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(StartFailure {
+            exit_code: 128,
+            message: format!("cannot supervise bind rewriting: {err}"),
+        });
+    }
+    Ok(child)
 }
 
 fn report_start_failure(

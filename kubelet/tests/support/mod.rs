@@ -118,6 +118,7 @@ impl Fixture {
             working_dir: None,
             log_path: self.log(name),
             mounts: None,
+            pod_ip: None,
         }
     }
 

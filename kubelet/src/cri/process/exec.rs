@@ -9,6 +9,7 @@
 //! abandoned (`exec_group.rs`).
 
 use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -18,6 +19,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::exec_group::{ExecGroup, EXEC_MARK};
 use crate::cri::ExecResult;
+use crate::shim::bind_rewrite::BindRewrite;
 
 /// Output kept from an exec (stdout, then stderr).
 pub const MAX_OUTPUT: usize = 4096;
@@ -26,12 +28,15 @@ pub const MAX_OUTPUT: usize = 4096;
 /// hold the pipe open; it has been killed with the group, this only bounds the wait).
 const DRAIN_GRACE: Duration = Duration::from_millis(200);
 
-/// Runs `argv` with exactly `env`, in `working_dir`, bounded by `timeout`. Never fails: a program
-/// that cannot start gives exit code 127/126 and the reason as output; a timeout gives 137.
+/// Runs `argv` with exactly `env`, in `working_dir`, bounded by `timeout`, with its binds
+/// rewritten to `pod_ip` as the container's are (so `wget localhost:PORT` reaches the pod). Never
+/// fails: a program that cannot start gives exit code 127/126 and the reason as output; a timeout
+/// gives 137.
 pub async fn run_exec(
     argv: &[String],
     env: &BTreeMap<String, String>,
     working_dir: Option<&Path>,
+    pod_ip: Option<Ipv4Addr>,
     timeout: Duration,
 ) -> ExecResult {
     let Some((program, args)) = argv.split_first() else {
@@ -54,6 +59,10 @@ pub async fn run_exec(
     if let Some(dir) = working_dir {
         cmd.current_dir(dir);
     }
+    let rewrite = match BindRewrite::prepare_tokio(&mut cmd, pod_ip) {
+        Ok(rewrite) => rewrite,
+        Err(err) => return start_error(128, format!("exec: bind rewriting: {err}")),
+    };
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(err) => {
@@ -68,6 +77,11 @@ pub async fn run_exec(
             };
         }
     };
+    if let Some(Err(err)) = rewrite.map(|r| r.supervise(supervisor_stopped)) {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+        return start_error(128, format!("exec: bind rewriting: {err}"));
+    }
     // Dropped with this future: an abandoned exec takes what it started with it.
     let group = ExecGroup::new(mark, child.id());
     let stdout = Arc::new(Mutex::new(Vec::new()));
@@ -107,6 +121,14 @@ pub async fn run_exec(
         exit_code,
         output: String::from_utf8_lossy(&output).into_owned(),
     }
+}
+
+fn start_error(exit_code: i32, output: String) -> ExecResult {
+    ExecResult { exit_code, output }
+}
+
+fn supervisor_stopped(message: &str) {
+    tracing::warn!(message, "exec: bind rewriting supervisor stopped");
 }
 
 /// Reads a pipe to its end, keeping the first [`MAX_OUTPUT`] bytes (the rest is drained so the

@@ -411,7 +411,8 @@ impl Runtime for ProcessRuntime {
         let record = self.record(id);
         async move {
             let config = record?.config;
-            Ok(run_exec(&argv, &config.env, config.working_dir.as_deref(), timeout).await)
+            let (env, dir) = (&config.env, config.working_dir.as_deref());
+            Ok(run_exec(&argv, env, dir, config.pod_ip, timeout).await)
         }
         .boxed()
     }
