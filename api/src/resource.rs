@@ -291,6 +291,7 @@ pub const RESOURCES: &[ResourceInfo] = &[
         short_names: &["sc"],
         namespaced: false,
         api_version: "storage.k8s.io/v1",
+    },
     // Resource metrics and autoscaling (issues 18 and 20): the APIService that registers
     // metrics-server's group with the aggregation layer, and HorizontalPodAutoscalers.
     ResourceInfo {

@@ -213,6 +213,7 @@ impl Cluster {
         }
         if config.components.contains(&Component::Dashboard) {
             config.dashboard_listen = check_listen(config.dashboard_listen)?;
+        }
         if config.components.contains(&Component::Dns) {
             config.dns_listen = Some(crate::dns::choose_listen(config.dns_listen)?);
         }
@@ -413,6 +414,8 @@ impl Cluster {
             self.config.dashboard_listen,
             token.trim()
         ))
+    }
+
     /// Where the cluster DNS answers, if the cluster runs it.
     pub fn dns_address(&self) -> Option<SocketAddr> {
         self.started(Component::Dns)

@@ -227,9 +227,11 @@ impl Component {
                 flag("--listen", config.dashboard_listen.to_string());
                 let token = crate::dashboard::token_file(&config.data_dir);
                 flag("--token-file", token.display().to_string());
+            }
             Component::MetricsServer => {
                 flag("--server", server);
                 args.extend(config.metrics_server_args.iter().cloned());
+            }
             Component::Dns => {
                 flag("--server", server);
                 let listen = config.dns_listen.unwrap_or(([127, 0, 0, 10], 53).into());

@@ -213,7 +213,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut node = NodeSandbox::open(dir.path(), "127.244.1.0/24").unwrap();
         node.rewrite_binds = Err("seccomp user notification: ENOSYS".into());
-        let fallback = node.setup_now(&pod("a")).unwrap();
+        let fallback = node.setup_now(&pod("a"), &BTreeMap::new()).unwrap();
         assert!(!fallback.rewrite_binds);
         let warning = fallback
             .network_warning
@@ -221,7 +221,7 @@ mod tests {
         assert!(warning.contains("ENOSYS"), "{warning}");
 
         node.rewrite_binds = Ok(());
-        let isolated = node.setup_now(&pod("b")).unwrap();
+        let isolated = node.setup_now(&pod("b"), &BTreeMap::new()).unwrap();
         assert!(isolated.rewrite_binds);
         assert_eq!(isolated.network_warning, None);
     }

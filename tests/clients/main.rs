@@ -16,8 +16,8 @@ mod kubectl_daemonsets; // apply ds/rc, rollout status ds, get ds/rc, scale rc
 mod kubectl_drain; // cordon, a PodDisruptionBudget, a refused eviction, drain under the budget
 mod kubectl_ingress; // create ingress, apply an Ingress, get ingress, curl through the controller
 mod kubectl_jobs; // create job, wait --for=condition=complete, get jobs, logs job/NAME
-mod kubectl_node_port; // expose --type=NodePort, curl the node port; the default IngressClass
 mod kubectl_metrics; // top pods/nodes through metrics-server, autoscale up under load and down
+mod kubectl_node_port; // expose --type=NodePort, curl the node port; the default IngressClass
 mod kubectl_nodes; // cordon, uncordon, taint nodes, and the scheduler's messages
 mod kubectl_statefulsets; // apply sts with a claim template, rollout status sts, scale sts, get sts/pvc/sc
 mod kubectl_token; // a secure cluster: default ServiceAccounts, create token, the kubernetes Service
