@@ -34,12 +34,15 @@ pub fn choose_listen(configured: Option<SocketAddr>) -> Result<SocketAddr> {
     if let Some(listen) = configured {
         return probe(listen).map_err(|e| Error::io(format!("dns address {listen}"), e));
     }
-    let mut candidates = vec![SocketAddr::from(([127, 0, 0, 10], 53))];
+    // Random addresses first: `minik up` processes started side by side (the tests) would all try
+    // a fixed first address at once, and the probe and the DNS's own bind are not atomic.
+    let mut candidates = Vec::new();
     for _ in 0..8 {
         let [x, y, ..] = random().to_le_bytes();
         let y = y.max(1);
         candidates.push(SocketAddr::from((Ipv4Addr::new(127, 53, x, y), 53)));
     }
+    candidates.push(SocketAddr::from(([127, 0, 0, 10], 53)));
     // Clusters started side by side in one process (the tests) probe at the same moment: each
     // address is handed out once per process, so two cannot both find it free.
     let mut claimed = CLAIMED.lock().unwrap_or_else(|p| p.into_inner());
