@@ -108,6 +108,10 @@ pub struct ClusterConfig {
     /// ([`crate::secure`]). On by default; off (`minik up --insecure`) is plain http with no
     /// users, for teaching on a machine nobody else uses.
     pub secure: bool,
+    /// The second octet of the pod network: node N owns `127.P.N.0/24` (default 244, as in
+    /// `127.244.1.0/24`). Clusters started side by side (the test harness) each take their own,
+    /// so two pods of two clusters never hold the same address and port.
+    pub pod_network: u8,
 }
 
 impl Default for ClusterConfig {
@@ -138,6 +142,7 @@ impl Default for ClusterConfig {
             drain_grace: None,
             reap_leftovers: true,
             secure: true,
+            pod_network: 244,
         }
     }
 }

@@ -150,7 +150,8 @@ impl Component {
     }
 
     /// The command line after `minik`: the subcommand and its flags. `node` is the node's index
-    /// for a kubelet (`node-N`, pod CIDR `127.244.N.0/24`, root dir `DATA/nodes/node-N`).
+    /// for a kubelet (`node-N`, pod CIDR `127.P.N.0/24` with P the cluster's `pod_network`, 244 by
+    /// default, root dir `DATA/nodes/node-N`).
     pub(crate) fn args(self, config: &ClusterConfig, node: u8) -> Vec<String> {
         let server = crate::secure::server_url(config);
         let mut args = vec![self.command().to_string()];
@@ -180,7 +181,10 @@ impl Component {
                 flag("--server", server);
                 flag("--node-name", name);
                 flag("--root-dir", root_dir.display().to_string());
-                flag("--pod-cidr", format!("127.244.{node}.0/24"));
+                flag(
+                    "--pod-cidr",
+                    format!("127.{}.{node}.0/24", config.pod_network),
+                );
                 flag("--minik-binary", config.binary.display().to_string());
                 optional(&mut flag, "--backoff-base", &config.backoff_base);
                 optional(

@@ -199,7 +199,14 @@ async fn the_page_follows_a_pod_from_creation_to_gone() {
         .expect("service");
     let mut browser = page::open(&chromium, &url).await;
 
-    let fixture = pod("web").label("app", "web").port(8080).grace(5).build();
+    // A one-second preStop keeps the pod Terminating for longer than the page's 100 ms batches;
+    // a process that exits at SIGTERM can be gone within the same batch as its deletionTimestamp.
+    let fixture = pod("web")
+        .label("app", "web")
+        .port(8080)
+        .grace(5)
+        .pre_stop_sleep(Duration::from_secs(1))
+        .build();
     let latency = page::created_to_dom(&mut browser, &cluster, &fixture).await;
     eprintln!("dashboard: API create → pod card in the DOM: {latency:.1} ms");
     assert!(
@@ -258,7 +265,7 @@ async fn the_page_follows_a_pod_from_creation_to_gone() {
         "seen: {states}"
     );
 
-    let steps = page::journey(&mut browser, "default/web").await;
+    let steps = page::journey(&mut browser, "default/web", "proxy: stopped routing").await;
     page::screenshots(&mut browser, "journey").await;
     let lines: Vec<&str> = steps.iter().map(|s| s.text.as_str()).collect();
     eprintln!(

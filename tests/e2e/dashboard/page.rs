@@ -75,7 +75,10 @@ pub struct Step {
 }
 
 /// Shows the journey of the pod once called `key` and returns its steps.
-pub async fn journey(browser: &mut Browser, key: &str) -> Vec<Step> {
+///
+/// Events reach the page on their own schedule (the proxy posts its own after it applied a
+/// change), so this waits until the journey holds `last`, the step the caller expects last.
+pub async fn journey(browser: &mut Browser, key: &str, last: &str) -> Vec<Step> {
     let select = format!(
         r#"state.selected = Object.values(state.tables.journeys).find((j) => j.key === '{key}').uid;
         window.__minik.show('journey'); true"#
@@ -85,6 +88,12 @@ pub async fn journey(browser: &mut Browser, key: &str) -> Vec<Step> {
         .wait_for(
             &format!(r#"document.querySelector('[data-journey="{key}"]')"#),
             Duration::from_secs(5),
+        )
+        .await;
+    browser
+        .wait_for(
+            &format!(r#"[...document.querySelectorAll('#journey li')].some((li) => li.dataset.step === '{last}')"#),
+            Duration::from_secs(15),
         )
         .await;
     let rows = browser

@@ -219,6 +219,10 @@ impl ClusterBuilder {
             drain_grace: Some(1),
             reap_leftovers: false,
             secure: self.secure,
+            // Clusters of tests running side by side share the machine's loopback: each takes
+            // its own pod network, 127.P.N.0/24 with P at random among 116 values (128–243 lie
+            // clear of the service, load balancer and DNS ranges).
+            pod_network: rand::random_range(128..=243),
             ..ClusterConfig::default()
         }
     }
