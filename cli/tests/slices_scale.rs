@@ -1,5 +1,5 @@
 //! EndpointSlices at scale, end to end: a Deployment of 150 pods on hollow nodes behind one
-//! Service gets two slices, of 100 and 50 endpoints, from the real control plane (apiserver,
+//! Service gets its endpoints split into slices of at most 100, from the real control plane (apiserver,
 //! scheduler, controller manager, endpoint controllers as processes of the `minik` binary).
 //!
 //! Hollow nodes (`minik_lab::hollow`) report pods Running and Ready without starting them, so
@@ -32,7 +32,7 @@ fn ready_sizes(all: &[EndpointSlice]) -> Option<Vec<usize>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_service_of_150_hollow_pods_gets_slices_of_100_and_50() {
+async fn a_service_of_150_hollow_pods_is_split_into_slices_of_at_most_100() {
     let dir = tempfile::tempdir().unwrap();
     let listen = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -93,7 +93,11 @@ async fn a_service_of_150_hollow_pods_gets_slices_of_100_and_50() {
         .await
         .expect("150 ready endpoints in time")
         .expect("watch");
-    assert_eq!(ready_sizes(&all), Some(vec![50, 100]));
+    // Upstream fills slices in the order endpoints arrive and never rebalances them, so 150 pods
+    // becoming ready in batches may end as 50 + 100 or 58 + 92: what holds is the cap of 100
+    // (maxEndpointsPerSlice) and that two slices suffice.
+    let sizes = ready_sizes(&all).unwrap();
+    assert_eq!(sizes.len(), 2, "two slices for 150 endpoints: {sizes:?}");
     for slice in &all {
         assert!(slice.endpoints.len() <= 100, "at most 100 a slice");
     }

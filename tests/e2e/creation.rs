@@ -8,16 +8,21 @@ use minik_tests::Cluster;
 
 use crate::support::{http_answer, run_pod, stop_clean, RUNNING};
 
-/// A pod reaches Running with an IP in 127.244.0.0/16, and an HTTP GET to IP:port answers its name.
+/// A pod reaches Running with an IP in its node's podCIDR (127.P.1.0/24), and an HTTP GET to IP:port answers its name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pod_runs_with_a_loopback_ip_and_answers_http_with_its_name() {
     let _machine = crate::support::shared().await;
     let cluster = crate::support::one_node().await;
     let running = run_pod(&cluster, &pod("web").port(8080).build()).await;
     let ip = p::ip(&running).expect("podIP").to_string();
+    // The harness gives each cluster its own 127.P.0.0/16 (P random, 244 for `minik up`); node-1
+    // owns 127.P.1.0/24, which its Node object publishes as spec.podCIDR.
+    let node = cluster.nodes().get("node-1").await.expect("node-1");
+    let cidr = node.spec.and_then(|s| s.pod_cidr).expect("podCIDR");
+    let prefix = cidr.trim_end_matches("0/24");
     assert!(
-        ip.starts_with("127.244.1."),
-        "node-1's pods get addresses in 127.244.1.0/24, got {ip}"
+        cidr.starts_with("127.") && cidr.ends_with(".1.0/24") && ip.starts_with(prefix),
+        "node-1's pods get addresses in its podCIDR {cidr}, got {ip}"
     );
     assert_eq!(p::node(&running), Some("node-1"));
     let body = http_answer(&format!("{ip}:8080")).await;

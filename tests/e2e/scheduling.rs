@@ -84,15 +84,13 @@ async fn pods_spread_over_two_nodes() {
     .expect("4 pods Running");
     let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
     for pod in &pods {
-        *per_node
-            .entry(p::node(pod).unwrap_or("").to_string())
-            .or_default() += 1;
+        let node = p::node(pod).unwrap_or("");
+        *per_node.entry(node.to_string()).or_default() += 1;
         let ip = p::ip(pod).unwrap();
-        let expected = if p::node(pod) == Some("node-1") {
-            "127.244.1."
-        } else {
-            "127.244.2."
-        };
+        // Each node publishes its CIDR as spec.podCIDR (127.P.N.0/24, P the cluster's).
+        let spec = cluster.nodes().get(node).await.expect("node").spec;
+        let cidr = spec.and_then(|s| s.pod_cidr).expect("podCIDR");
+        let expected = cidr.trim_end_matches("0/24");
         assert!(
             ip.starts_with(expected),
             "a pod's IP comes from its node's CIDR: {ip} on {:?}",
