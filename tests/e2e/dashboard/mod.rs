@@ -4,10 +4,13 @@
 //! ReplicaSets, and 1,000 pods arriving at once.
 //!
 //! Kubernetes counterpart: the Kubernetes Dashboard's Cypress tests (`modules/web/cypress`). The
-//! browser tests skip, saying so, when Chromium is absent (`.ci/run` installs it). Screenshots at
+//! browser tests skip, saying so, when Chromium is absent (`.ci/run` installs it); `firefox.rs`
+//! drives the same page in Firefox. Screenshots at
 //! 800 and 1440 px go to `target/test-artifacts/dashboard/` (`MINIK_TEST_ARTIFACTS` overrides).
 
+mod bidi;
 mod cdp;
+mod firefox;
 mod page;
 
 use std::time::Duration;
