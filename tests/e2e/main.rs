@@ -37,6 +37,7 @@ mod supervision; // minik up restarts every component killed with -9, no write l
 mod up; // minik up, status, down
 mod watch_resume; // minik get -w across an apiserver restart
 mod workload_faults; // scaling mid-rollout, the controller manager killed with -9
+mod autoscale; // issue 24: node sizes, the cluster autoscaler adding and removing nodes
 
 /// Shared helpers for the scenarios.
 mod support;
