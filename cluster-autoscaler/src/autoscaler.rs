@@ -165,7 +165,10 @@ impl Autoscaler {
         let (count, helped) = simulate::estimate(&left, &template, &group_labels(), room);
         if count == 0 {
             if !left.is_empty() {
-                info!(pods = left.len(), room, "no scale-up possible for the pending pods");
+                info!(
+                    pods = left.len(),
+                    room, "no scale-up possible for the pending pods"
+                );
             }
             return Ok(0);
         }
@@ -185,7 +188,12 @@ impl Autoscaler {
         for pod in helped {
             let _ = self
                 .recorder
-                .publish(&object_reference(pod), "Normal", "TriggeredScaleUp", &message)
+                .publish(
+                    &object_reference(pod),
+                    "Normal",
+                    "TriggeredScaleUp",
+                    &message,
+                )
                 .await;
         }
         Ok(added.len())
@@ -268,14 +276,20 @@ fn group_labels() -> BTreeMap<String, String> {
 
 fn is_autoscaled(node: &Node) -> bool {
     let labels = node.metadata.labels.as_ref();
-    labels.and_then(|l| l.get(AUTOSCALED_LABEL)).map(String::as_str) == Some("true")
+    labels
+        .and_then(|l| l.get(AUTOSCALED_LABEL))
+        .map(String::as_str)
+        == Some("true")
 }
 
 /// A Ready node to copy the size of: one of the group's if any, else any (every node of a minik
 /// cluster has the size `minik up --node-cpu …` gave).
 fn template(view: &View) -> Option<Node> {
     let ready = || view.nodes.iter().filter(|n| simulate::is_ready(n));
-    ready().find(|n| is_autoscaled(n)).or_else(|| ready().next()).cloned()
+    ready()
+        .find(|n| is_autoscaled(n))
+        .or_else(|| ready().next())
+        .cloned()
 }
 
 pub(crate) type Context = Autoscaler;

@@ -154,10 +154,12 @@ async fn drain(ctx: &Context, node: &str, shutdown: &CancellationToken) -> Resul
     let client = ctx.client();
     let pods = pods_of(client, node).await?;
     for pod in &pods {
-        evict(ctx, pod, shutdown).await.map_err(|message| Error::Drain {
-            node: node.into(),
-            message,
-        })?;
+        evict(ctx, pod, shutdown)
+            .await
+            .map_err(|message| Error::Drain {
+                node: node.into(),
+                message,
+            })?;
         let _ = ctx
             .recorder()
             .publish(
@@ -233,11 +235,21 @@ mod tests {
         unneeded.update(&["node-101".into(), "node-102".into()], start);
         let later = start + Duration::from_secs(5);
         unneeded.update(&["node-101".into()], later);
-        assert!(unneeded.ready_to_remove(later, Duration::from_secs(10)).is_empty());
+        assert!(unneeded
+            .ready_to_remove(later, Duration::from_secs(10))
+            .is_empty());
         let ten = start + Duration::from_secs(10);
-        assert_eq!(unneeded.ready_to_remove(ten, Duration::from_secs(10)), ["node-101"]);
+        assert_eq!(
+            unneeded.ready_to_remove(ten, Duration::from_secs(10)),
+            ["node-101"]
+        );
         unneeded.update(&["node-102".into()], ten);
-        assert!(unneeded.ready_to_remove(ten, Duration::from_secs(10)).is_empty(), "102 starts again");
+        assert!(
+            unneeded
+                .ready_to_remove(ten, Duration::from_secs(10))
+                .is_empty(),
+            "102 starts again"
+        );
         unneeded.forget("node-102");
         assert!(unneeded.since.is_empty());
     }

@@ -35,7 +35,9 @@ pub fn snapshot(nodes: &[Node], pods: &[Pod]) -> BTreeMap<String, NodeInfo> {
 }
 
 /// The name of a node (or pod): `metadata.name`, empty if unset.
-pub fn name<K: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>>(
+pub fn name<
+    K: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+>(
     object: &K,
 ) -> &str {
     object.metadata().name.as_deref().unwrap_or_default()
@@ -75,7 +77,11 @@ fn place(pod: &Pod, infos: &mut [NodeInfo]) -> bool {
 /// the other; returns the ones that do not (upstream `filterOutSchedulable`: the scheduler will
 /// place the others soon, they must not trigger a scale-up).
 pub fn filter_out_schedulable<'p>(pending: &[&'p Pod], infos: &mut [NodeInfo]) -> Vec<&'p Pod> {
-    pending.iter().copied().filter(|p| !place(p, infos)).collect()
+    pending
+        .iter()
+        .copied()
+        .filter(|p| !place(p, infos))
+        .collect()
 }
 
 /// How many template nodes the pods need (upstream's binpacking estimator): pods largest first,
@@ -145,11 +151,17 @@ pub fn pods_fit_elsewhere(pods: &[&Pod], others: &mut [NodeInfo]) -> bool {
 /// A pod that waits for a node because none fits: no node yet, not being deleted, and
 /// `PodScheduled=False` with reason `Unschedulable` (what the scheduler writes).
 pub fn is_unschedulable(pod: &Pod) -> bool {
-    let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
+    let bound = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_ref())
+        .is_some();
     let deleting = pod.metadata.deletion_timestamp.is_some();
     let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_deref());
     let unschedulable = conditions.unwrap_or_default().iter().any(|c| {
-        c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
+        c.type_ == "PodScheduled"
+            && c.status == "False"
+            && c.reason.as_deref() == Some("Unschedulable")
     });
     !bound && !deleting && unschedulable
 }
@@ -172,7 +184,10 @@ pub fn is_ready(node: &Node) -> bool {
 /// Whether the node carries [`TO_BE_DELETED_TAINT`].
 pub fn is_to_be_deleted(node: &Node) -> bool {
     let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref());
-    taints.unwrap_or_default().iter().any(|t| t.key == TO_BE_DELETED_TAINT)
+    taints
+        .unwrap_or_default()
+        .iter()
+        .any(|t| t.key == TO_BE_DELETED_TAINT)
 }
 
 #[cfg(test)]

@@ -67,7 +67,9 @@ fn pod(name: &str, cpu: &str, node: Option<&str>) -> Pod {
 }
 
 fn pods(count: usize, cpu: &str) -> Vec<Pod> {
-    (0..count).map(|i| pod(&format!("p{i}"), cpu, None)).collect()
+    (0..count)
+        .map(|i| pod(&format!("p{i}"), cpu, None))
+        .collect()
 }
 
 /// Six 1-CPU pods on 2-CPU nodes need three nodes, not six: the estimate packs them.

@@ -78,8 +78,13 @@ impl ClusterNodeGroup {
         args.extend(["--node-labels".into(), format!("{AUTOSCALED_LABEL}=true")]);
         let node = format!("node-{index}");
         let name = component.instance(Some(&node));
-        let running =
-            crate::cluster::spawn_component(&self.config, &self.unexpected, component, &name, &args)?;
+        let running = crate::cluster::spawn_component(
+            &self.config,
+            &self.unexpected,
+            component,
+            &name,
+            &args,
+        )?;
         tracing::info!(%node, pid = ?running.pid, "node group: started a kubelet");
         let mut state = self.state.lock().expect("node group lock");
         state.members.push((node.clone(), running));

@@ -332,7 +332,10 @@ mod tests {
         };
         let node = node_object(&info);
         let labels = node.metadata.labels.as_ref().unwrap();
-        assert_eq!(labels["minik.dev/autoscaled"], "true", "--node-labels are added");
+        assert_eq!(
+            labels["minik.dev/autoscaled"], "true",
+            "--node-labels are added"
+        );
         assert_eq!(labels["kubernetes.io/hostname"], "node-1");
         assert_eq!(
             node.spec.as_ref().and_then(|s| s.pod_cidr.as_deref()),

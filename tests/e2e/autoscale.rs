@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use minik_api::k8s_openapi::api::apps::v1::Deployment;
-use minik_api::k8s_openapi::api::core::v1::{Event, Node, Pod};
+use minik_api::k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
 use minik_api::k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use minik_client::{Api, ListParams, Patch};
 use minik_tests::fixtures::pod;
@@ -71,6 +71,85 @@ fn sample_max_nodes(cluster: &Cluster) -> (Arc<AtomicUsize>, tokio::task::JoinHa
     (max, task)
 }
 
+/// Scales to 3 (one pod more than node-1 takes), kills the autoscaler as soon as the group
+/// starts a node, before it is Ready, and starts a new one: the pod runs on that one node, no
+/// other is added. Returns the Ready nodes at the kill and the group's nodes.
+async fn kill_mid_scale_up(
+    cluster: &mut Cluster,
+    deployments: &Api<Deployment>,
+) -> (usize, Vec<String>) {
+    let patch = Patch::Merge(json!({"spec": {"replicas": 3}}));
+    deployments.patch(GROW, &patch).await.expect("scale to 3");
+    eventually("a scale-up", Duration::from_secs(60), || {
+        let nodes = cluster.autoscaling().map(|a| a.nodes()).unwrap_or_default();
+        async move { (!nodes.is_empty()).then_some(()) }
+    })
+    .await
+    .expect("the autoscaler adds a node");
+    cluster.autoscaling().expect("autoscaling").kill();
+    let ready = ready_nodes(cluster).await;
+    cluster.autoscaling().expect("autoscaling").start();
+    let label = ListParams::default().labels(&format!("app={GROW}"));
+    wait_for_all(
+        &cluster.pods(),
+        label,
+        |p: &[Pod]| p.len() == 3 && p.iter().all(pods::is_running),
+        Duration::from_secs(60),
+    )
+    .await
+    .expect("3 pods Running");
+    // Two more scans of the restarted autoscaler (its status written twice): still one node.
+    for _ in 0..2 {
+        next_scan(cluster).await;
+    }
+    let group = cluster.autoscaling().expect("autoscaling").nodes();
+    assert_eq!(group.len(), 1, "one node added, not twice: {group:?}");
+    let nodes = cluster.nodes().list(&ListParams::default()).await;
+    assert_eq!(nodes.expect("nodes").items.len(), 2);
+    (ready, group)
+}
+
+/// Waits until the autoscaler writes its status ConfigMap again (one more scan).
+async fn next_scan(cluster: &Cluster) {
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client(), "kube-system");
+    let stamp = |map: Option<ConfigMap>| {
+        let annotations = map.and_then(|m| m.metadata.annotations).unwrap_or_default();
+        annotations
+            .get("cluster-autoscaler.kubernetes.io/last-updated")
+            .cloned()
+    };
+    let before = stamp(
+        maps.get_opt("cluster-autoscaler-status")
+            .await
+            .ok()
+            .flatten(),
+    );
+    eventually("an autoscaler scan", Duration::from_secs(10), || {
+        let (maps, before) = (maps.clone(), before.clone());
+        async move {
+            let now = stamp(
+                maps.get_opt("cluster-autoscaler-status")
+                    .await
+                    .ok()
+                    .flatten(),
+            );
+            (now.is_some() && now != before).then_some(())
+        }
+    })
+    .await
+    .expect("the autoscaler scans again");
+}
+
+/// How many nodes are Ready now.
+async fn ready_nodes(cluster: &Cluster) -> usize {
+    let list = cluster.nodes().list(&ListParams::default()).await;
+    let items = list.map(|l| l.items).unwrap_or_default();
+    items
+        .iter()
+        .filter(|n| minik_tests::cluster::node_is_ready(n))
+        .count()
+}
+
 fn node_names(list: &[Node]) -> Vec<String> {
     let mut names: Vec<String> = list
         .iter()
@@ -98,29 +177,63 @@ async fn nodes_are_added_for_pending_pods_and_removed_when_underused() {
     .await
     .expect("the autoscaler adds nodes");
     let scale_up_ms = applied.elapsed().as_millis();
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    eventually("a TriggeredScaleUp event", Duration::from_secs(30), || {
+        let events = events.clone();
+        async move {
+            let list = events.list(&ListParams::default()).await.ok()?;
+            let reasons = list.items.into_iter().filter_map(|e| e.reason);
+            reasons
+                .into_iter()
+                .any(|r| r == "TriggeredScaleUp")
+                .then_some(())
+        }
+    })
+    .await
+    .expect("the pods are told they triggered a scale-up");
+    let ready_at_kill = ready_nodes(&cluster).await;
     let autoscaling = cluster.autoscaling().expect("autoscaling");
     autoscaling.kill();
     autoscaling.start();
 
     let label = ListParams::default().labels(&format!("app={GROW}"));
-    let running = wait_for_all(&cluster.pods(), label.clone(), |p: &[Pod]| {
-        p.len() == 6 && p.iter().all(pods::is_running)
-    }, Duration::from_secs(120))
+    let running = wait_for_all(
+        &cluster.pods(),
+        label.clone(),
+        |p: &[Pod]| p.len() == 6 && p.iter().all(pods::is_running),
+        Duration::from_secs(120),
+    )
     .await
     .expect("all 6 pods Running");
     let all_running_ms = applied.elapsed().as_millis();
     let group = cluster.autoscaling().expect("autoscaling").nodes();
-    assert_eq!(group, ["node-101", "node-102"], "2 nodes added, none twice (first {first:?})");
-    let on_new = running.iter().filter(|p| pods::node(p).is_some_and(|n| n != "node-1"));
+    assert_eq!(
+        group,
+        ["node-101", "node-102"],
+        "2 nodes added, none twice (first {first:?})"
+    );
+    let on_new = running
+        .iter()
+        .filter(|p| pods::node(p).is_some_and(|n| n != "node-1"));
     assert_eq!(on_new.count(), 4, "4 pods on the added nodes");
     let added = cluster.nodes().get("node-101").await.expect("node-101");
     let labels = added.metadata.labels.unwrap_or_default();
-    assert_eq!(labels.get("minik.dev/autoscaled").map(String::as_str), Some("true"));
-    let events: Api<Event> = Api::namespaced(client.clone(), "default");
-    let reasons: Vec<String> = events.list(&ListParams::default()).await.expect("events").items
-        .into_iter().filter_map(|e| e.reason).collect();
-    assert!(reasons.iter().any(|r| r == "TriggeredScaleUp"), "{reasons:?}");
-    assert!(reasons.iter().any(|r| r == "FailedScheduling"), "{reasons:?}");
+    assert_eq!(
+        labels.get("minik.dev/autoscaled").map(String::as_str),
+        Some("true")
+    );
+    let reasons: Vec<String> = events
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r == "FailedScheduling"),
+        "{reasons:?}"
+    );
 
     // Scale to 1 under a PodDisruptionBudget: the added nodes go after the unneeded time.
     let pdb: PodDisruptionBudget = serde_json::from_value(json!({
@@ -136,22 +249,42 @@ async fn nodes_are_added_for_pending_pods_and_removed_when_underused() {
     let patch = Patch::Merge(json!({"spec": {"replicas": 1}}));
     deployments.patch(GROW, &patch).await.expect("scale to 1");
     let nodes: Api<Node> = Api::all(client.clone());
-    wait_for_all(&nodes, ListParams::default(), |n: &[Node]| {
-        node_names(n) == ["node-1"]
-    }, Duration::from_secs(120))
+    wait_for_all(
+        &nodes,
+        ListParams::default(),
+        |n: &[Node]| node_names(n) == ["node-1"],
+        Duration::from_secs(120),
+    )
     .await
     .expect("the added nodes removed, node-1 kept");
     let scale_down_ms = scaled.elapsed().as_millis();
-    assert!(cluster.autoscaling().expect("autoscaling").nodes().is_empty());
-    wait_for_all(&cluster.pods(), label, |p: &[Pod]| {
-        p.len() == 1 && p.iter().all(|p| pods::is_running(p) && pods::node(p) == Some("node-1"))
-    }, Duration::from_secs(60))
+    assert!(cluster
+        .autoscaling()
+        .expect("autoscaling")
+        .nodes()
+        .is_empty());
+    wait_for_all(
+        &cluster.pods(),
+        label,
+        |p: &[Pod]| {
+            p.len() == 1
+                && p.iter()
+                    .all(|p| pods::is_running(p) && pods::node(p) == Some("node-1"))
+        },
+        Duration::from_secs(60),
+    )
     .await
     .expect("the last pod runs on node-1");
-    let reasons: Vec<String> = events.list(&ListParams::default()).await.expect("events").items
-        .into_iter().filter_map(|e| e.reason).collect();
+    let reasons: Vec<String> = events
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect();
     assert!(reasons.iter().any(|r| r == "ScaleDown"), "{reasons:?}");
-    let status = Api::<minik_api::k8s_openapi::api::core::v1::ConfigMap>::namespaced(client, "kube-system")
+    let status = Api::<ConfigMap>::namespaced(client, "kube-system")
         .get("cluster-autoscaler-status")
         .await
         .expect("the status ConfigMap");
@@ -160,9 +293,15 @@ async fn nodes_are_added_for_pending_pods_and_removed_when_underused() {
     let peak = max_nodes.load(Ordering::SeqCst);
     assert!(peak <= 4, "never more than --max-nodes: {peak}");
     println!(
-        "autoscale: first scale-up +{scale_up_ms} ms, all 6 Running +{all_running_ms} ms, \
+        "autoscale: first scale-up +{scale_up_ms} ms (killed with {ready_at_kill} node(s) Ready), \
+         all 6 Running +{all_running_ms} ms, \
          peak {peak} nodes; scaled to 1 → added nodes gone +{scale_down_ms} ms (unneeded time 5 s)"
     );
-    deployments.delete(GROW, &Default::default()).await.expect("delete");
+    let (killed_ready, added) = kill_mid_scale_up(&mut cluster, &deployments).await;
+    println!("autoscale: killed with {killed_ready} node(s) Ready during a scale-up, {added:?} added once");
+    deployments
+        .delete(GROW, &Default::default())
+        .await
+        .expect("delete");
     stop_clean(cluster).await;
 }

@@ -387,17 +387,35 @@ mod tests {
             kubelet_args(&up),
             ["--max-pods", "5", "--pod-pids-limit", "-1"]
         );
-        let up = parse(&["up", "--node-cpu", "2", "--node-memory", "4Gi", "--node-pods", "110"]);
+        let up = parse(&[
+            "up",
+            "--node-cpu",
+            "2",
+            "--node-memory",
+            "4Gi",
+            "--node-pods",
+            "110",
+        ]);
         assert_eq!(
             kubelet_args(&up.unwrap()),
             ["--max-pods", "110", "--cpu", "2", "--memory", "4Gi"]
         );
         assert!(parse(&["up", "--node-cpu", "two"]).is_err());
-        let up = parse(&["up", "--max-nodes", "4", "--scale-down-unneeded-time", "30s"]).unwrap();
+        let up = parse(&[
+            "up",
+            "--max-nodes",
+            "4",
+            "--scale-down-unneeded-time",
+            "30s",
+        ])
+        .unwrap();
         let config = autoscaler(&up).unwrap();
         assert_eq!(config.max_nodes_total, 4);
         assert_eq!(config.scale_down_unneeded_time.as_secs(), 30);
-        assert!(autoscaler(&parse(&["up"]).unwrap()).is_none(), "off by default");
+        assert!(
+            autoscaler(&parse(&["up"]).unwrap()).is_none(),
+            "off by default"
+        );
     }
 
     /// The state file round-trips through JSON.
