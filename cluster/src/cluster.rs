@@ -112,6 +112,9 @@ pub struct ClusterConfig {
     /// `127.244.1.0/24`). Clusters started side by side (the test harness) each take their own,
     /// so two pods of two clusters never hold the same address and port.
     pub pod_network: u8,
+    /// Run the cluster autoscaler beside the cluster, with a node group of kubelets this process
+    /// starts and stops (`node_group.rs`); `None` (the default): no autoscaling.
+    pub autoscaler: Option<minik_cluster_autoscaler::Config>,
 }
 
 impl Default for ClusterConfig {
@@ -143,6 +146,7 @@ impl Default for ClusterConfig {
             reap_leftovers: true,
             secure: true,
             pod_network: 244,
+            autoscaler: None,
         }
     }
 }
@@ -163,6 +167,8 @@ pub struct Cluster {
     pub(crate) nodes: u8,
     pub(crate) unexpected_tx: mpsc::UnboundedSender<UnexpectedExit>,
     pub(crate) unexpected: mpsc::UnboundedReceiver<UnexpectedExit>,
+    /// The autoscaler's node group and task, when `config.autoscaler` asks for them.
+    pub(crate) autoscaling: Option<crate::node_group::Autoscaling>,
 }
 
 /// One started component: what it is, its command line (to restart it) and its supervisor.
@@ -242,6 +248,7 @@ impl Cluster {
             nodes: 0,
             unexpected_tx,
             unexpected,
+            autoscaling: None,
         };
         let started = Instant::now();
         let outcome = tokio::select! {
@@ -251,6 +258,7 @@ impl Cluster {
         match outcome {
             Ok(()) => {
                 cluster.startup = started.elapsed();
+                cluster.start_autoscaling()?;
                 Ok(cluster)
             }
             Err(err) => {
@@ -317,21 +325,24 @@ impl Cluster {
         name: &str,
         args: &[String],
     ) -> Result<Supervised> {
-        let address = component.address(&self.config);
-        let log_dir = self.data_dir.join("logs");
-        let tx = self.unexpected_tx.clone();
-        match self.config.mode {
-            Mode::Processes => {
-                supervisor::spawn(&self.config.binary, name, address, args, &log_dir, tx)
-            }
-            Mode::InProcess => {
-                let stop = CancellationToken::new();
-                let run = component.run(args, stop.clone())?;
-                Ok(supervisor::spawn_task(
-                    name, address, &log_dir, stop, run, tx,
-                ))
-            }
-        }
+        spawn_component(&self.config, &self.unexpected_tx, component, name, args)
+    }
+
+    /// Starts the autoscaler and its node group if the configuration asks for them.
+    fn start_autoscaling(&mut self) -> Result<()> {
+        let Some(config) = self.config.autoscaler.clone() else {
+            return Ok(());
+        };
+        let group = crate::node_group::ClusterNodeGroup::new(
+            self.config.clone(),
+            self.server_url.clone(),
+            self.unexpected_tx.clone(),
+        );
+        let mut autoscaling = crate::node_group::Autoscaling::new(group, config, self.client()?);
+        autoscaling.start();
+        self.say(" ✓ Starting cluster-autoscaler (node group node-101…)");
+        self.autoscaling = Some(autoscaling);
+        Ok(())
     }
 
     /// Waits until the member at `index` is ready, as its component is (see [`Readiness`]).
@@ -443,6 +454,29 @@ impl Cluster {
     pub(crate) fn say(&self, line: &str) {
         if self.config.progress {
             println!("{line}");
+        }
+    }
+}
+
+/// Runs `args` as a child process or as a task, as `config` says (shared with the node group).
+pub(crate) fn spawn_component(
+    config: &ClusterConfig,
+    unexpected: &mpsc::UnboundedSender<UnexpectedExit>,
+    component: Component,
+    name: &str,
+    args: &[String],
+) -> Result<Supervised> {
+    let address = component.address(config);
+    let log_dir = config.data_dir.join("logs");
+    let tx = unexpected.clone();
+    match config.mode {
+        Mode::Processes => supervisor::spawn(&config.binary, name, address, args, &log_dir, tx),
+        Mode::InProcess => {
+            let stop = CancellationToken::new();
+            let run = component.run(args, stop.clone())?;
+            Ok(supervisor::spawn_task(
+                name, address, &log_dir, stop, run, tx,
+            ))
         }
     }
 }

@@ -115,6 +115,11 @@ impl Cluster {
         Ok(node)
     }
 
+    /// The autoscaler and its node group, when the cluster runs them.
+    pub fn autoscaling(&mut self) -> Option<&mut crate::node_group::Autoscaling> {
+        self.autoscaling.as_mut()
+    }
+
     /// Drains the pods, stops the components in reverse order and reaps every leftover process.
     pub async fn stop(self) -> Stopped {
         self.stop_with(CancellationToken::new()).await
@@ -124,6 +129,11 @@ impl Cluster {
     /// remaining pods are force deleted and their processes killed).
     pub async fn stop_with(mut self, hurry: CancellationToken) -> Stopped {
         let mut stopped = Stopped::default();
+        // The autoscaler first: it would add nodes for the pods the drain deletes.
+        let mut autoscaling = self.autoscaling.take();
+        if let Some(autoscaling) = autoscaling.as_mut() {
+            autoscaling.stop().await;
+        }
         // Controllers that create pods stop before the drain: a ReplicaSet would otherwise
         // replace every pod the drain deletes.
         let (creators, rest) = std::mem::take(&mut self.members)
@@ -143,6 +153,9 @@ impl Cluster {
                 let dead = self.dead_nodes();
                 drain::delete_all_pods(&client, &hurry, progress, grace, &dead).await;
             }
+        }
+        for running in autoscaling.iter().flat_map(|a| a.group.take_all()) {
+            self.stop_member(running, &mut stopped).await;
         }
         while let Some(Member { running, .. }) = self.members.pop() {
             self.stop_member(running, &mut stopped).await;
@@ -199,6 +212,12 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         for member in &self.members {
             member.running.kill_now();
+        }
+        if let Some(autoscaling) = self.autoscaling.as_mut() {
+            autoscaling.kill();
+            for running in autoscaling.group.take_all() {
+                running.kill_now();
+            }
         }
     }
 }

@@ -24,7 +24,8 @@
 //! - [`supervisor`]: one supervised child process or task per component;
 //! - [`drain`]: readiness checks while starting, signals, and the pod drain while stopping;
 //! - [`kubeconfig`]: merging a `minik` context into the user's kubeconfig;
-//! - [`files`]: where a cluster keeps its data, pid and state files.
+//! - [`files`]: where a cluster keeps its data, pid and state files;
+//! - [`node_group`]: the cluster autoscaler's node group (kubelets on demand) and its task.
 //!
 //! Read next: `cluster.rs`.
 
@@ -36,6 +37,7 @@ pub mod dns;
 pub mod drain;
 pub mod files;
 pub mod kubeconfig;
+pub mod node_group;
 pub mod pki;
 pub mod restart;
 pub mod secure;

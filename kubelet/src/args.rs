@@ -70,6 +70,18 @@ pub struct Args {
     /// The cluster's DNS domain (the search path of pods' resolv.conf).
     #[arg(long, default_value = "cluster.local")]
     pub cluster_domain: String,
+    /// Labels to add to the Node when registering (`key=value`, comma separated), as upstream's
+    /// `--node-labels`: the cluster autoscaler's template marks its nodes this way.
+    #[arg(long, value_delimiter = ',', value_parser = parse_label)]
+    pub node_labels: Vec<(String, String)>,
+}
+
+/// `key=value` of `--node-labels`.
+fn parse_label(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+        _ => Err(format!("{text:?} is not key=value")),
+    }
 }
 
 /// The same flags as a standalone parser, for the `minik-kubelet` binary.
@@ -124,6 +136,7 @@ impl Args {
             pod_pids_limit: self.pod_pids_limit,
             cluster_dns: self.cluster_dns,
             cluster_domain: self.cluster_domain,
+            node_labels: self.node_labels.into_iter().collect(),
         }
     }
 }

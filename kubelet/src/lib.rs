@@ -171,6 +171,8 @@ pub struct Config {
     pub cluster_dns: Vec<String>,
     /// `--cluster-domain`.
     pub cluster_domain: String,
+    /// `--node-labels`: added to the Node's labels when it registers.
+    pub node_labels: std::collections::BTreeMap<String, String>,
 }
 
 /// Runs the kubelet until `shutdown`; returns after its tasks have finished (pods keep running).
@@ -244,6 +246,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         .map(|(k, v)| (k.to_string(), v.clone()))
         .collect(),
         kubelet_port: port,
+        labels: config.node_labels.clone(),
     };
     if register_until_done(&client, &node_info, &shutdown).await {
         mountns::annotate_node(&client, &config.node_name, &support).await;

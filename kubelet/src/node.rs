@@ -50,15 +50,18 @@ pub struct NodeInfo {
     pub capacity: BTreeMap<String, String>,
     /// The logs server's port (`status.daemonEndpoints.kubeletEndpoint.Port`).
     pub kubelet_port: u16,
+    /// `--node-labels`, beside the well-known ones.
+    pub labels: BTreeMap<String, String>,
 }
 
 /// The Node object to register (pure but for the clock).
 pub fn node_object(info: &NodeInfo) -> Node {
-    let labels = BTreeMap::from([
+    let mut labels = BTreeMap::from([
         ("kubernetes.io/hostname".to_string(), info.name.clone()),
         ("kubernetes.io/os".to_string(), "linux".to_string()),
         ("kubernetes.io/arch".to_string(), go_arch().to_string()),
     ]);
+    labels.extend(info.labels.clone());
     Node {
         metadata: ObjectMeta {
             name: Some(info.name.clone()),
@@ -173,7 +176,8 @@ pub async fn register_node(client: &Client, info: &NodeInfo) -> minik_client::Re
     match nodes.create(&node).await {
         Ok(_) => {}
         Err(error) if error.is_already_exists() => {
-            let spec = serde_json::json!({ "spec": { "podCIDR": info.pod_cidr, "podCIDRs": [info.pod_cidr] } });
+            let spec = serde_json::json!({ "metadata": { "labels": info.labels },
+                "spec": { "podCIDR": info.pod_cidr, "podCIDRs": [info.pod_cidr] } });
             nodes.patch(&info.name, &Patch::Merge(spec)).await?;
         }
         Err(error) => return Err(error),
@@ -324,8 +328,15 @@ mod tests {
                 ("pods".to_string(), "110".to_string()),
             ]),
             kubelet_port: 10250,
+            labels: BTreeMap::from([("minik.dev/autoscaled".into(), "true".into())]),
         };
         let node = node_object(&info);
+        let labels = node.metadata.labels.as_ref().unwrap();
+        assert_eq!(
+            labels["minik.dev/autoscaled"], "true",
+            "--node-labels are added"
+        );
+        assert_eq!(labels["kubernetes.io/hostname"], "node-1");
         assert_eq!(
             node.spec.as_ref().and_then(|s| s.pod_cidr.as_deref()),
             Some("127.244.1.0/24")
@@ -369,6 +380,7 @@ mod tests {
             pod_cidr: "127.244.1.0/24".into(),
             capacity: BTreeMap::from([("pods".to_string(), "110".to_string())]),
             kubelet_port: 10250,
+            labels: BTreeMap::new(),
         };
         let mut node = node_object(&info);
         assert!(!status_differs(&node, &info));

@@ -4,6 +4,7 @@
 //! `e2e/network/service.go`); one test binary with a module per area, as ripgrep and raft-rs do.
 //! Run `cargo build --workspace --bins` first: containers run the `minik` binary.
 
+mod autoscale;
 mod cleanup; // nothing left running after a cluster stops
 mod configmaps; // ConfigMaps, Secrets, the downward API, service links in env and volumes
 mod creation; // pods from creation to Running, restarts, init containers, exit codes
@@ -36,7 +37,7 @@ mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress 
 mod supervision; // minik up restarts every component killed with -9, no write lost
 mod up; // minik up, status, down
 mod watch_resume; // minik get -w across an apiserver restart
-mod workload_faults; // scaling mid-rollout, the controller manager killed with -9
+mod workload_faults; // scaling mid-rollout, the controller manager killed with -9 // issue 24: node sizes, the cluster autoscaler adding and removing nodes
 
 /// Shared helpers for the scenarios.
 mod support;

@@ -55,6 +55,11 @@ impl Cluster {
         ClusterBuilder::default()
     }
 
+    /// The cluster autoscaler and its node group, if the builder asked for them.
+    pub fn autoscaling(&mut self) -> Option<&mut minik_cluster::node_group::Autoscaling> {
+        self.inner.as_mut()?.autoscaling()
+    }
+
     /// A client for the API server.
     pub fn client(&self) -> Client {
         self.client.clone()

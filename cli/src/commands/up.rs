@@ -63,7 +63,7 @@ pub struct UpArgs {
     pub heartbeat_interval: Option<String>,
     /// Passed to the kubelets: the most pods each node runs, its `pods` capacity (Kubernetes'
     /// default 110; a node's /24 pod CIDR has 254 addresses, so that is the most).
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=254))]
+    #[arg(long, alias = "node-pods", value_parser = clap::value_parser!(u16).range(1..=254))]
     pub max_pods: Option<u16>,
     /// Passed to the kubelets: the most processes one pod may have (`--pod-max-pids` upstream;
     /// -1: no limit) [default: 1024].
@@ -84,6 +84,52 @@ pub struct UpArgs {
     /// with the token, is printed).
     #[arg(long)]
     pub dashboard: bool,
+    /// Passed to the kubelets: each node's cpu capacity and allocatable, whatever the host has
+    /// (a quantity: `2`, `1500m`) [default: the host's cores].
+    #[arg(long, value_parser = parse_cpu)]
+    pub node_cpu: Option<String>,
+    /// Passed to the kubelets: each node's memory capacity and allocatable (`4Gi`)
+    /// [default: the host's memory].
+    #[arg(long, value_parser = parse_memory)]
+    pub node_memory: Option<String>,
+    /// Run the cluster autoscaler: add nodes (of the same size) while pods cannot be scheduled
+    /// for lack of room, up to this many nodes in all; remove the ones it added once underused.
+    /// Off by default.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=254))]
+    pub max_nodes: Option<u8>,
+    /// The cluster autoscaler: how long a node it added must be underused (requests under 50 %)
+    /// before it is drained and removed (upstream's default, 10m; seconds for demos).
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub scale_down_unneeded_time: std::time::Duration,
+    /// The cluster autoscaler: how often it looks at the cluster (upstream's default, 10s).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub scan_interval: std::time::Duration,
+}
+
+/// A cpu quantity the scheduler can read (`2`, `1500m`), passed on as written.
+fn parse_cpu(text: &str) -> Result<String, String> {
+    match minik_scheduler::quantity::cpu_millis(text) {
+        Some(m) if m > 0 => Ok(text.to_string()),
+        _ => Err(format!("{text:?} is not a cpu quantity (2, 1500m)")),
+    }
+}
+
+/// A memory quantity the scheduler can read (`4Gi`, `512Mi`), passed on as written.
+fn parse_memory(text: &str) -> Result<String, String> {
+    match minik_scheduler::quantity::bytes(text) {
+        Some(b) if b > 0 => Ok(text.to_string()),
+        _ => Err(format!("{text:?} is not a memory quantity (4Gi, 512Mi)")),
+    }
+}
+
+/// The autoscaler's configuration, when `--max-nodes` asks for one.
+fn autoscaler(args: &UpArgs) -> Option<minik_cluster_autoscaler::Config> {
+    args.max_nodes.map(|max| minik_cluster_autoscaler::Config {
+        max_nodes_total: max.into(),
+        scale_down_unneeded_time: args.scale_down_unneeded_time,
+        scan_interval: args.scan_interval,
+        ..Default::default()
+    })
 }
 
 /// Validates a humantime duration and keeps its text, which is passed on unchanged.
@@ -99,7 +145,14 @@ fn kubelet_args(args: &UpArgs) -> Vec<String> {
     let pids = args
         .pod_pids_limit
         .map(|n| ["--pod-pids-limit".into(), n.to_string()]);
-    max_pods.into_iter().chain(pids).flatten().collect()
+    let mut flags: Vec<String> = max_pods.into_iter().chain(pids).flatten().collect();
+    let sizes = [("--cpu", &args.node_cpu), ("--memory", &args.node_memory)];
+    for (flag, value) in sizes {
+        if let Some(value) = value {
+            flags.extend([flag.to_string(), value.clone()]);
+        }
+    }
+    flags
 }
 
 /// The components `up` starts: the defaults, and the dashboard when asked.
@@ -144,6 +197,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         interrupt: signals.first_token(),
         secure: !args.insecure,
         components: components(&args),
+        autoscaler: autoscaler(&args),
         ..ClusterConfig::default()
     };
     let mut cluster = match Cluster::start(options).await {
@@ -332,6 +386,35 @@ mod tests {
         assert_eq!(
             kubelet_args(&up),
             ["--max-pods", "5", "--pod-pids-limit", "-1"]
+        );
+        let up = parse(&[
+            "up",
+            "--node-cpu",
+            "2",
+            "--node-memory",
+            "4Gi",
+            "--node-pods",
+            "110",
+        ]);
+        assert_eq!(
+            kubelet_args(&up.unwrap()),
+            ["--max-pods", "110", "--cpu", "2", "--memory", "4Gi"]
+        );
+        assert!(parse(&["up", "--node-cpu", "two"]).is_err());
+        let up = parse(&[
+            "up",
+            "--max-nodes",
+            "4",
+            "--scale-down-unneeded-time",
+            "30s",
+        ])
+        .unwrap();
+        let config = autoscaler(&up).unwrap();
+        assert_eq!(config.max_nodes_total, 4);
+        assert_eq!(config.scale_down_unneeded_time.as_secs(), 30);
+        assert!(
+            autoscaler(&parse(&["up"]).unwrap()).is_none(),
+            "off by default"
         );
     }
 

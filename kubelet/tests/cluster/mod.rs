@@ -111,6 +111,7 @@ pub fn kubelet_config(
         pod_pids_limit: minik_kubelet::pids::DEFAULT_POD_PIDS_LIMIT,
         cluster_dns: Vec::new(),
         cluster_domain: "cluster.local".into(),
+        node_labels: Default::default(),
     }
 }
 

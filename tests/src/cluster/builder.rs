@@ -35,6 +35,8 @@ pub struct ClusterBuilder {
     pub(crate) loadbalancer: Option<Vec<String>>,
     pub(crate) dashboard: bool,
     pub(crate) metrics_server: Option<Vec<String>>,
+    pub(crate) kubelet_args: Vec<String>,
+    pub(crate) autoscaler: Option<minik_cluster_autoscaler::Config>,
 }
 
 impl Default for ClusterBuilder {
@@ -55,6 +57,8 @@ impl Default for ClusterBuilder {
             loadbalancer: None,
             dashboard: false,
             metrics_server: None,
+            kubelet_args: Vec::new(),
+            autoscaler: None,
         }
     }
 }
@@ -154,6 +158,18 @@ impl ClusterBuilder {
         self
     }
 
+    /// More flags for every kubelet (`--cpu 2` for a node size).
+    pub fn kubelet_args(mut self, args: &[&str]) -> Self {
+        self.kubelet_args = args.iter().map(|a| a.to_string()).collect();
+        self
+    }
+
+    /// Run the cluster autoscaler with its node group (off by default).
+    pub fn autoscaler(mut self, config: minik_cluster_autoscaler::Config) -> Self {
+        self.autoscaler = Some(config);
+        self
+    }
+
     /// Starts the cluster and waits until it is ready.
     pub async fn start(self) -> Result<Cluster> {
         init_logging();
@@ -205,7 +221,11 @@ impl ClusterBuilder {
             kubelet_args: self
                 .pod_pids_limit
                 .map(|n| vec!["--pod-pids-limit".into(), n.to_string()])
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                .into_iter()
+                .chain(self.kubelet_args.iter().cloned())
+                .collect(),
+            autoscaler: self.autoscaler.clone(),
             ingress_args: self.ingress.clone().unwrap_or_default(),
             loadbalancer_args: self.loadbalancer.clone().unwrap_or_default(),
             metrics_server_args: self.metrics_server.clone().unwrap_or_default(),
