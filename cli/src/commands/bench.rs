@@ -30,6 +30,10 @@ pub struct BenchArgs {
     /// Bench a plain-http cluster with no authentication (to measure what TLS and RBAC cost).
     #[arg(long)]
     pub insecure: bool,
+    /// Also run the peers (etcd, HAProxy under wrk) and print every goal as a ratio; a peer
+    /// that is not installed is reported as such.
+    #[arg(long)]
+    pub compare: bool,
 }
 
 /// Runs the whole benchmark and prints the report.
@@ -47,6 +51,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         nodes: args.nodes,
         insecure: args.insecure,
         command: command_line(),
+        compare: args.compare,
     };
     minik_lab::bench::run(options)
         .await

@@ -18,7 +18,9 @@
 //! 4. `fanout.rs`: 100 watchers under 500 writes/s, then under as many writes as it takes;
 //! 9. `rollout.rs`: a 1 000-replica Deployment on hollow nodes, create → Available, then a full
 //!    rolling update (through the controller manager);
-//! 2. `scheduling.rs`: N pods onto M hollow nodes (`crate::hollow`), durable binds.
+//! 2. `scheduling.rs`: N pods onto M hollow nodes (`crate::hollow`), durable binds;
+//! 10. `compare/`: with `--compare`, etcd and HAProxy run beside minik and every goal becomes a
+//!     ratio (the `compare_*` rows, last).
 //!
 //! Each measurement is bounded in time and failure-isolated: one that errors (a component still
 //! being written, say) becomes an `error: …` row and the run goes on. `--quick` shrinks every size
@@ -29,6 +31,7 @@
 //! calls [`run`]. Read next: `startup.rs`, then `report.rs` for the rows and their formats.
 
 mod api;
+pub mod compare;
 mod endpoints;
 mod fanout;
 mod footprint;
@@ -79,6 +82,8 @@ pub struct BenchOptions {
     pub insecure: bool,
     /// The command that reproduces this run, written into the report (`minik bench --quick`).
     pub command: String,
+    /// Also run the peers (etcd, HAProxy) and print every goal as a ratio (`compare.rs`).
+    pub compare: bool,
 }
 
 /// What every measurement gets.
@@ -164,7 +169,12 @@ pub async fn run(args: BenchOptions) -> crate::Result<()> {
         components,
         shutdown: CancellationToken::new(),
     };
-    let outcome = run_sections(&ctx, &cluster, &args).await;
+    let mut outcome = run_sections(&ctx, &cluster, &args).await;
+    if args.compare {
+        say("comparing with the peers");
+        let ratios = compare::measure(&ctx, &outcome).await;
+        outcome.extend(ratios);
+    }
     ctx.shutdown.cancel();
     say("minik bench: stopping the cluster");
     cluster.stop().await;
