@@ -34,6 +34,12 @@ pub struct BenchArgs {
     /// that is not installed is reported as such.
     #[arg(long)]
     pub compare: bool,
+    /// Hollow nodes for the scheduling measurement (default 1000, 50 with --quick).
+    #[arg(long)]
+    pub hollow_nodes: Option<usize>,
+    /// Pods for the scheduling measurement (default 10000, 500 with --quick).
+    #[arg(long)]
+    pub pods: Option<usize>,
 }
 
 /// Runs the whole benchmark and prints the report.
@@ -52,6 +58,10 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         insecure: args.insecure,
         command: command_line(),
         compare: args.compare,
+        scale: minik_lab::bench::Scale {
+            nodes: args.hollow_nodes,
+            pods: args.pods,
+        },
     };
     minik_lab::bench::run(options)
         .await

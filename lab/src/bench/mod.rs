@@ -84,6 +84,18 @@ pub struct BenchOptions {
     pub command: String,
     /// Also run the peers (etcd, HAProxy) and print every goal as a ratio (`compare.rs`).
     pub compare: bool,
+    /// The scheduling measurement's size, hollow nodes and pods (its defaults when `None`): the
+    /// scale study of BENCHMARKS.md runs it from 100 to 5 000 nodes.
+    pub scale: Scale,
+}
+
+/// The size of the scheduling measurement (`--hollow-nodes`, `--pods`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scale {
+    /// Hollow nodes to register.
+    pub nodes: Option<usize>,
+    /// Pods to schedule onto them.
+    pub pods: Option<usize>,
 }
 
 /// What every measurement gets.
@@ -100,6 +112,8 @@ pub struct Bench {
     pub proxy_log: Option<PathBuf>,
     /// Every component process: (name, pid), for CPU accounting.
     pub components: Vec<(String, u32)>,
+    /// The scheduling measurement's size, when given.
+    pub scale: Scale,
     /// Cancelled when the bench ends; sections hang their background tasks on child tokens
     /// (dropped with a `drop_guard`, so a section cut short by its time bound stops them too).
     pub shutdown: CancellationToken,
@@ -167,6 +181,7 @@ pub async fn run(args: BenchOptions) -> crate::Result<()> {
         quick: args.quick,
         proxy_log,
         components,
+        scale: args.scale,
         shutdown: CancellationToken::new(),
     };
     let mut outcome = run_sections(&ctx, &cluster, &args).await;
@@ -236,6 +251,11 @@ async fn run_sections(ctx: &Bench, cluster: &Cluster, args: &BenchOptions) -> Ve
     }
     if wanted("scheduling") {
         say("measuring scheduling throughput");
+        // A scale-study size (`--pods 50000`) may need up to ten minutes on two cores.
+        let limit = match args.scale.pods {
+            Some(_) => Duration::from_secs(600),
+            None => limit,
+        };
         rows.extend(guarded(scheduling::templates(), limit, scheduling::measure(ctx)).await);
     }
     rows

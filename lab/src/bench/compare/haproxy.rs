@@ -202,10 +202,11 @@ async fn start_haproxy(
     Ok((child, listen))
 }
 
-/// HAProxy's defaults plus what TCP proxying needs: no HTTP parsing, nothing logged.
+/// HAProxy's defaults plus what TCP proxying needs: no HTTP parsing, nothing logged; `maxconn`
+/// stays under what a default open-files limit lets it raise to.
 pub fn haproxy_config(listen: SocketAddr, backend: SocketAddr) -> String {
     format!(
-        "global\n    maxconn 20000\n\ndefaults\n    mode tcp\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n\n\
+        "global\n    maxconn 4096\n\ndefaults\n    mode tcp\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n\n\
          frontend bench\n    bind {listen}\n    default_backend backend\n\n\
          backend backend\n    server backend1 {backend}\n"
     )
