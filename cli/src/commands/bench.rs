@@ -30,6 +30,16 @@ pub struct BenchArgs {
     /// Bench a plain-http cluster with no authentication (to measure what TLS and RBAC cost).
     #[arg(long)]
     pub insecure: bool,
+    /// Also run the peers (etcd, HAProxy under wrk) and print every goal as a ratio; a peer
+    /// that is not installed is reported as such.
+    #[arg(long)]
+    pub compare: bool,
+    /// Hollow nodes for the scheduling measurement (default 1000, 50 with --quick).
+    #[arg(long)]
+    pub hollow_nodes: Option<usize>,
+    /// Pods for the scheduling measurement (default 10000, 500 with --quick).
+    #[arg(long)]
+    pub pods: Option<usize>,
 }
 
 /// Runs the whole benchmark and prints the report.
@@ -47,6 +57,11 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         nodes: args.nodes,
         insecure: args.insecure,
         command: command_line(),
+        compare: args.compare,
+        scale: minik_lab::bench::Scale {
+            nodes: args.hollow_nodes,
+            pods: args.pods,
+        },
     };
     minik_lab::bench::run(options)
         .await

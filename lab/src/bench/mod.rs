@@ -18,7 +18,9 @@
 //! 4. `fanout.rs`: 100 watchers under 500 writes/s, then under as many writes as it takes;
 //! 9. `rollout.rs`: a 1 000-replica Deployment on hollow nodes, create → Available, then a full
 //!    rolling update (through the controller manager);
-//! 2. `scheduling.rs`: N pods onto M hollow nodes (`crate::hollow`), durable binds.
+//! 2. `scheduling.rs`: N pods onto M hollow nodes (`crate::hollow`), durable binds;
+//! 10. `compare/`: with `--compare`, etcd and HAProxy run beside minik and every goal becomes a
+//!     ratio (the `compare_*` rows, last).
 //!
 //! Each measurement is bounded in time and failure-isolated: one that errors (a component still
 //! being written, say) becomes an `error: …` row and the run goes on. `--quick` shrinks every size
@@ -29,6 +31,7 @@
 //! calls [`run`]. Read next: `startup.rs`, then `report.rs` for the rows and their formats.
 
 mod api;
+pub mod compare;
 mod endpoints;
 mod fanout;
 mod footprint;
@@ -79,6 +82,20 @@ pub struct BenchOptions {
     pub insecure: bool,
     /// The command that reproduces this run, written into the report (`minik bench --quick`).
     pub command: String,
+    /// Also run the peers (etcd, HAProxy) and print every goal as a ratio (`compare.rs`).
+    pub compare: bool,
+    /// The scheduling measurement's size, hollow nodes and pods (its defaults when `None`): the
+    /// scale study of BENCHMARKS.md runs it from 100 to 5 000 nodes.
+    pub scale: Scale,
+}
+
+/// The size of the scheduling measurement (`--hollow-nodes`, `--pods`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scale {
+    /// Hollow nodes to register.
+    pub nodes: Option<usize>,
+    /// Pods to schedule onto them.
+    pub pods: Option<usize>,
 }
 
 /// What every measurement gets.
@@ -95,6 +112,8 @@ pub struct Bench {
     pub proxy_log: Option<PathBuf>,
     /// Every component process: (name, pid), for CPU accounting.
     pub components: Vec<(String, u32)>,
+    /// The scheduling measurement's size, when given.
+    pub scale: Scale,
     /// Cancelled when the bench ends; sections hang their background tasks on child tokens
     /// (dropped with a `drop_guard`, so a section cut short by its time bound stops them too).
     pub shutdown: CancellationToken,
@@ -162,9 +181,15 @@ pub async fn run(args: BenchOptions) -> crate::Result<()> {
         quick: args.quick,
         proxy_log,
         components,
+        scale: args.scale,
         shutdown: CancellationToken::new(),
     };
-    let outcome = run_sections(&ctx, &cluster, &args).await;
+    let mut outcome = run_sections(&ctx, &cluster, &args).await;
+    if args.compare {
+        say("comparing with the peers");
+        let ratios = compare::measure(&ctx, &outcome).await;
+        outcome.extend(ratios);
+    }
     ctx.shutdown.cancel();
     say("minik bench: stopping the cluster");
     cluster.stop().await;
@@ -226,6 +251,11 @@ async fn run_sections(ctx: &Bench, cluster: &Cluster, args: &BenchOptions) -> Ve
     }
     if wanted("scheduling") {
         say("measuring scheduling throughput");
+        // A scale-study size (`--pods 50000`) may need up to ten minutes on two cores.
+        let limit = match args.scale.pods {
+            Some(_) => Duration::from_secs(600),
+            None => limit,
+        };
         rows.extend(guarded(scheduling::templates(), limit, scheduling::measure(ctx)).await);
     }
     rows

@@ -69,7 +69,7 @@ pub async fn measure(ctx: &Bench) -> crate::Result<Vec<Row>> {
 }
 
 async fn measure_with(ctx: &Bench, backend: SocketAddr) -> crate::Result<Vec<Row>> {
-    let cluster_address = create_service(ctx, backend.port()).await?;
+    let cluster_address = create_service(ctx, SERVICE, backend).await?;
     let service = wait_routed(ctx, cluster_address).await?;
     let bytes = ctx.size(64usize << 20, 1usize << 30);
     let round_trips = ctx.size(1_000, 10_000);
@@ -120,11 +120,17 @@ async fn measure_with(ctx: &Bench, backend: SocketAddr) -> crate::Result<Vec<Row
     Ok(vec![throughput, latency])
 }
 
-/// Creates the selector-less Service and its Endpoints; returns `clusterIP:port`.
-async fn create_service(ctx: &Bench, backend_port: u16) -> crate::Result<SocketAddr> {
+/// Creates the selector-less Service `name` and its Endpoints to `backend`; returns
+/// `clusterIP:port` (the compare run's HTTP Service uses it too).
+pub(super) async fn create_service(
+    ctx: &Bench,
+    name: &str,
+    backend: SocketAddr,
+) -> crate::Result<SocketAddr> {
+    let backend_port = backend.port();
     let service: Service = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": SERVICE},
+        "metadata": {"name": name},
         "spec": {"ports": [{"name": "tcp", "port": SERVICE_PORT, "targetPort": backend_port}]},
     }))?;
     let created = Api::<Service>::namespaced(ctx.client.clone(), "default")
@@ -132,8 +138,8 @@ async fn create_service(ctx: &Bench, backend_port: u16) -> crate::Result<SocketA
         .await?;
     let endpoints: Endpoints = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Endpoints",
-        "metadata": {"name": SERVICE},
-        "subsets": [{"addresses": [{"ip": BACKEND_IP.to_string()}], "ports": [{"name": "tcp", "port": backend_port}]}],
+        "metadata": {"name": name},
+        "subsets": [{"addresses": [{"ip": backend.ip().to_string()}], "ports": [{"name": "tcp", "port": backend_port}]}],
     }))?;
     Api::<Endpoints>::namespaced(ctx.client.clone(), "default")
         .create(&endpoints)
@@ -153,7 +159,9 @@ async fn create_service(ctx: &Bench, backend_port: u16) -> crate::Result<SocketA
 async fn wait_routed(ctx: &Bench, cluster_address: SocketAddr) -> crate::Result<SocketAddr> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let address = listen_address(ctx).await.unwrap_or(cluster_address);
+        let address = listen_address(ctx, SERVICE)
+            .await
+            .unwrap_or(cluster_address);
         if ping_pong(address, 1).await.is_ok() {
             return Ok(address);
         }
@@ -167,7 +175,7 @@ async fn wait_routed(ctx: &Bench, cluster_address: SocketAddr) -> crate::Result<
 
 /// Where the proxy listens for our Service, from its `GET /proxies` (the metrics address is in
 /// its `ready` log line: `… ready metrics=127.0.0.1:PORT …`).
-async fn listen_address(ctx: &Bench) -> Option<SocketAddr> {
+pub(super) async fn listen_address(ctx: &Bench, service: &str) -> Option<SocketAddr> {
     let log = std::fs::read_to_string(ctx.proxy_log.as_ref()?).ok()?;
     let metrics = log
         .lines()
@@ -181,7 +189,7 @@ async fn listen_address(ctx: &Bench) -> Option<SocketAddr> {
         .await
         .ok()?;
     proxies
-        .get(format!("default/{SERVICE}:tcp"))?
+        .get(format!("default/{service}:tcp"))?
         .get("listenAddress")?
         .as_str()?
         .parse()

@@ -51,8 +51,8 @@ struct Progress {
 
 /// Registers the hollow nodes, schedules the pods, cleans up.
 pub async fn measure(ctx: &Bench) -> crate::Result<Vec<Row>> {
-    let node_count = ctx.size(50, 1_000);
-    let pod_count = ctx.size(500, 10_000);
+    let node_count = ctx.scale.nodes.unwrap_or(ctx.size(50, 1_000));
+    let pod_count = ctx.scale.pods.unwrap_or(ctx.size(500, 10_000));
     let config = HollowConfig {
         server: ctx.server.clone(),
         kubeconfig: ctx.kubeconfig.clone(),
@@ -109,7 +109,9 @@ async fn schedule(
         .await
         .context("creating pods")?;
     let created = started.elapsed();
-    let limit = ctx.size(Duration::from_secs(15), Duration::from_secs(180));
+    let limit = ctx
+        .size(Duration::from_secs(15), Duration::from_secs(180))
+        .max(Duration::from_millis(pod_count as u64 * 10));
     let done = wait_bound(&mut progress, already + pod_count, limit).await?;
     let bound = done
         .last_bound
@@ -130,6 +132,16 @@ async fn schedule(
         .collect();
     let per_pod =
         super::footprint::cpu_per_unit(&processes, &cpu_before, &cpu_after, pod_count as f64);
+    let cpu_values: Vec<(String, f64)> = processes
+        .iter()
+        .zip(cpu_after.iter().zip(&cpu_before))
+        .map(|((name, _), (a, b))| {
+            (
+                format!("cpu_us_per_pod_{name}"),
+                (a - b) * 1e6 / pod_count as f64,
+            )
+        })
+        .collect();
     let per_second = pod_count as f64 / bound.as_secs_f64();
     let running_limit = ctx.size(Duration::from_secs(4), Duration::from_secs(60));
     let all_running =
@@ -147,7 +159,7 @@ async fn schedule(
             )
         }
     };
-    let row = templates()
+    let mut row = templates()
         .remove(0)
         .result(format!(
             "{} ({pod_count} pods on {node_count} nodes: all bound in {}, created in {}, all Running in {running}; nodes registered in {}; CPU while binding: {} of a core, per pod {per_pod})",
@@ -161,7 +173,11 @@ async fn schedule(
         .value("create_pods_per_s", pod_count as f64 / created.as_secs_f64())
         .value("pods", pod_count as f64)
         .value("nodes", node_count as f64)
+        .value("registration_ms", registration.as_secs_f64() * 1e3)
         .met(per_second >= 5_000.0);
+    for (key, us) in cpu_values {
+        row = row.value(&key, us);
+    }
     Ok(vec![row])
 }
 

@@ -1,0 +1,255 @@
+//! `minik bench --compare`: minik and the programs users would pick instead, in the same run on the
+//! same machine, as ratios (issue 22).
+//!
+//! Kubernetes counterpart: none; perf-tests compares runs with thresholds. Here every figure of the
+//! issue's goals becomes one `compare_*` row, ≥ 1.0× meaning minik is at least as good:
+//! - durable creates/s ÷ etcd's bare puts/s of the same objects ([`etcd`]);
+//! - proxied requests/s ÷ HAProxy's, keep-alive and a new connection per request ([`haproxy`]);
+//! - watch fan-out, scheduling throughput, idle RSS and 16-concurrent-applies p99 against the
+//!   issue's goals (no program to run beside minik for those on one machine);
+//! - a real kube-apiserver: Debian packages none, so that row says "not installed".
+//!
+//! minik's side of each ratio comes from the rows its sections already measured in this run; the
+//! peers run after them, while the cluster is idle. A peer that is missing is a row saying so.
+
+mod etcd;
+mod haproxy;
+pub mod ratio;
+
+use std::path::PathBuf;
+
+use minik_api::core::{Endpoints, Service};
+use minik_client::{Api, DeleteParams};
+
+use super::report::Row;
+use super::{say, Bench};
+use ratio::{Better, Comparison, Peer};
+
+/// Every id this section adds, in order.
+pub const IDS: &[&str] = &[
+    "compare_creates_vs_etcd",
+    "compare_creates_vs_kube_apiserver",
+    "compare_proxy_keep_alive",
+    "compare_proxy_per_request",
+    "compare_watch_fanout",
+    "compare_scheduling",
+    "compare_idle_rss",
+    "compare_apply_p99",
+];
+
+/// Runs the peers and returns one ratio row per goal.
+pub async fn measure(ctx: &Bench, measured: &[Row]) -> Vec<Row> {
+    let puts = ctx.size(1_000, 10_000);
+    say("comparing: etcd bare puts");
+    let etcd = etcd::puts_per_second(etcd::Load { puts, clients: 64 }).await;
+    say("comparing: minik's proxy and HAProxy under wrk");
+    let load = haproxy::Load {
+        seconds: ctx.size(1, 5),
+        rounds: ctx.size(1, 2),
+        connections: 64,
+    };
+    let proxy = match haproxy::measure(ctx, load).await {
+        Ok(figures) => figures,
+        Err(err) => haproxy::ProxyFigures {
+            minik_keep_alive: Err(err.to_string()),
+            haproxy_keep_alive: Peer::Failed(err.to_string()),
+            minik_per_request: Err(err.to_string()),
+            haproxy_per_request: Peer::Failed(err.to_string()),
+        },
+    };
+    let creates = figure(measured, "api_create_throughput", "per_second");
+    let mut comparisons = vec![
+        compare(
+            IDS[0],
+            "durable creates/s vs etcd 3.4 bare puts/s, 64 clients",
+            "etcd puts",
+            "/s",
+            creates.clone(),
+            etcd,
+        ),
+        compare(
+            IDS[1],
+            "durable creates/s vs a real kube-apiserver",
+            "kube-apiserver",
+            "/s",
+            creates,
+            kube_apiserver(),
+        ),
+        compare(
+            IDS[2],
+            "proxy req/s vs HAProxy (tcp mode), keep-alive, wrk 64 connections",
+            "HAProxy",
+            " req/s",
+            proxy.minik_keep_alive,
+            proxy.haproxy_keep_alive,
+        ),
+        compare(
+            IDS[3],
+            "proxy req/s vs HAProxy (tcp mode), new connection per request",
+            "HAProxy",
+            " req/s",
+            proxy.minik_per_request,
+            proxy.haproxy_per_request,
+        ),
+    ];
+    comparisons.extend(against_goals(measured));
+    comparisons.iter().map(Comparison::row).collect()
+}
+
+/// The goals that have no peer program to run on one machine.
+fn against_goals(measured: &[Row]) -> Vec<Comparison> {
+    let goal = |id, measurement, unit, better, minik, value| Comparison {
+        id,
+        measurement,
+        peer_name: "goal",
+        unit,
+        better,
+        minik,
+        peer: Peer::Measured(value),
+    };
+    vec![
+        goal(
+            IDS[4],
+            "watch fan-out events/s (100 watchers) vs the goal",
+            "/s",
+            Better::Higher,
+            figure(measured, "watch_fanout", "capacity_events_per_s"),
+            200_000.0,
+        ),
+        goal(
+            IDS[5],
+            "scheduling pods/s on hollow nodes vs the goal",
+            " pods/s",
+            Better::Higher,
+            figure(measured, "scheduling_throughput", "pods_per_s"),
+            5_000.0,
+        ),
+        goal(
+            IDS[6],
+            "idle RSS of a one-node cluster vs the goal",
+            " MB",
+            Better::Lower,
+            figure(measured, "idle_memory", "total_mb"),
+            50.0,
+        ),
+        goal(
+            IDS[7],
+            "16 concurrent applies → Running, p99, vs the goal",
+            " ms",
+            Better::Lower,
+            figure(measured, "pod_startup_concurrent", "p99_ms"),
+            50.0,
+        ),
+    ]
+}
+
+fn compare(
+    id: &'static str,
+    measurement: &'static str,
+    peer_name: &'static str,
+    unit: &'static str,
+    minik: Result<f64, String>,
+    peer: Peer,
+) -> Comparison {
+    Comparison {
+        id,
+        measurement,
+        peer_name,
+        unit,
+        better: Better::Higher,
+        minik,
+        peer,
+    }
+}
+
+/// A real kube-apiserver is not in Debian's packages; if one is on the PATH, this bench still
+/// does not start it (it would need its own etcd, certificates and flags).
+fn kube_apiserver() -> Peer {
+    match which("kube-apiserver") {
+        None => Peer::NotInstalled("kube-apiserver (not packaged by Debian)".into()),
+        Some(path) => Peer::Failed(format!(
+            "{} found, but the bench does not drive it",
+            path.display()
+        )),
+    }
+}
+
+/// minik's figure `key` of row `id` in this run, or why there is none.
+pub fn figure(rows: &[Row], id: &str, key: &str) -> Result<f64, String> {
+    let row = rows
+        .iter()
+        .find(|r| r.id == id)
+        .ok_or_else(|| format!("{id} not run"))?;
+    if row.result.starts_with("error") {
+        return Err(format!("{id} failed"));
+    }
+    row.values
+        .get(key)
+        .and_then(|v| v.as_f64())
+        .ok_or_else(|| format!("{id} has no {key}"))
+}
+
+/// The program `name` on the PATH, like `which`.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin".into(), "/sbin".into()])
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Deletes a Service and its Endpoints; best effort.
+async fn delete_service(ctx: &Bench, name: &str) {
+    let _ = Api::<Service>::namespaced(ctx.client.clone(), "default")
+        .delete(name, &DeleteParams::default())
+        .await;
+    let _ = Api::<Endpoints>::namespaced(ctx.client.clone(), "default")
+        .delete(name, &DeleteParams::default())
+        .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// minik's side comes from this run's rows; a section not run or failed says so.
+    #[test]
+    fn figures_come_from_the_runs_rows() {
+        let rows = vec![
+            Row::new("api_create_throughput", "", "", "").value("per_second", 4807.0),
+            Row::new("watch_fanout", "", "", "").result("error: boom"),
+        ];
+        assert_eq!(
+            figure(&rows, "api_create_throughput", "per_second"),
+            Ok(4807.0)
+        );
+        assert_eq!(
+            figure(&rows, "watch_fanout", "capacity_events_per_s"),
+            Err("watch_fanout failed".into())
+        );
+        assert_eq!(
+            figure(&rows, "idle_memory", "total_mb"),
+            Err("idle_memory not run".into())
+        );
+    }
+
+    /// Goal rows exist for every goal, and 67.9 MB idle against 50 MB is 0.74×.
+    #[test]
+    fn goals_are_ratios_too() {
+        let rows = vec![Row::new("idle_memory", "", "", "").value("total_mb", 67.9)];
+        let goals = against_goals(&rows);
+        let ids: Vec<_> = goals.iter().map(|c| c.id).collect();
+        assert_eq!(ids, &IDS[4..]);
+        let rss = goals[2].row();
+        assert!(rss.result.starts_with("0.74×"), "{}", rss.result);
+        assert_eq!(rss.met, Some(false));
+        assert_eq!(goals[1].row().met, None);
+    }
+
+    /// `which` finds a program every Linux has, and nothing for a made-up name.
+    #[test]
+    fn which_searches_the_path() {
+        assert!(which("sh").is_some());
+        assert!(which("no-such-program-minik").is_none());
+    }
+}
