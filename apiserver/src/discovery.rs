@@ -74,6 +74,11 @@ pub async fn api_groups(State(state): State<AppState>) -> Response {
         .filter_map(|gv| gv.split_once('/'))
         .map(|(group, version)| (group.to_string(), version.to_string()))
         .chain(aggregated)
+        // events.k8s.io/v1, served by conversion of the core/v1 Events (`events_v1.rs`).
+        .chain(std::iter::once((
+            "events.k8s.io".to_string(),
+            "v1".to_string(),
+        )))
         .map(|(group, version)| {
             let gv = json!({"groupVersion": format!("{group}/{version}"), "version": version});
             let mut versions = vec![gv.clone()];

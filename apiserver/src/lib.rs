@@ -24,11 +24,12 @@
 //!
 //! Groups registered by an `apiregistration.k8s.io/v1` APIService naming a service
 //! (`metrics.k8s.io`) are proxied to that server by [`aggregator`], after authorization;
-//! [`autoscaling_v1`] serves v1 HorizontalPodAutoscalers by converting to the stored v2.
+//! [`autoscaling_v1`] serves v1 HorizontalPodAutoscalers by converting to the stored v2, and
+//! [`events_v1`] serves events.k8s.io/v1 Events by converting to the stored core/v1 ones.
 //!
 //! Around that: [`kubernetes_service`] (the `kubernetes` Service and its Endpoints, kept by the
-//! server), [`discovery`] (`/version`, `/api`, `/apis`, `/api/v1`), [`openapi`] (the stub
-//! `kubectl apply` validation needs), [`field_validation`] (`fieldValidation=Strict|Warn|Ignore`
+//! server), [`discovery`] (`/version`, `/api`, `/apis`, `/api/v1`), [`openapi`] (the v2 and v3
+//! documents with every kind's schema, for `kubectl explain` and validation), [`field_validation`] (`fieldValidation=Strict|Warn|Ignore`
 //! and `Warning:` headers), [`patch`] (strategic merge patch and server-side apply with
 //! `managedFields`), [`protobuf`] (the bodies kubectl's typed `create` commands send) and [`logs`]
 //! (the pod log proxy to the kubelet).
@@ -51,6 +52,7 @@ pub mod auth;
 pub mod autoscaling_v1;
 pub mod discovery;
 pub mod error;
+pub mod events_v1;
 pub mod field_validation;
 pub mod handlers;
 pub mod hygiene;
@@ -492,6 +494,7 @@ pub fn router(state: AppState) -> Router {
             "/apis/authentication.k8s.io/v1/selfsubjectreviews",
             post(auth::reviews::self_subject_review),
         )
+        .route("/openapi/v2", get(openapi::v2))
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/{*path}", get(openapi::document))
         .route("/api/v1/{*rest}", any(handlers::core_resource))
@@ -513,6 +516,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .fallback_service(routes)
         .layer(axum::middleware::from_fn(autoscaling_v1::filter))
+        .layer(axum::middleware::from_fn(events_v1::filter))
         .layer(authentication)
         // Before authentication, as upstream's CORS filter: browsers and foreign hosts go first.
         .layer(axum::middleware::from_fn(hygiene::filter))

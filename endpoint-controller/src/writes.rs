@@ -82,8 +82,11 @@ impl ApiWrites {
     /// Writes through `client`, reporting Events as `endpoint-controller` (Endpoints) and
     /// `endpointslice-controller` (slices).
     pub fn new(client: Client) -> Self {
-        let recorder = Recorder::new(client.clone(), COMPONENT, None);
-        let slice_recorder = Recorder::new(client.clone(), crate::endpointslice::COMPONENT, None);
+        // Each membership change is a timeline marker the demo reads with its own eventTime, so
+        // these events are neither aggregated nor rate-limited.
+        let recorder = Recorder::new(client.clone(), COMPONENT, None).without_correlation();
+        let slice_recorder = Recorder::new(client.clone(), crate::endpointslice::COMPONENT, None)
+            .without_correlation();
         ApiWrites {
             client,
             recorder,

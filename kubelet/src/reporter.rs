@@ -88,7 +88,7 @@ impl ApiReporter {
     ) -> (Arc<Self>, impl std::future::Future<Output = ()>) {
         let recorder = Recorder::new(client.clone(), "kubelet", Some(node.to_string()));
         let (events, queue) = mpsc::unbounded_channel();
-        let writer = write_events(client.clone(), queue, shutdown);
+        let writer = write_events(recorder.clone(), queue, shutdown);
         (
             Arc::new(ApiReporter {
                 client,
@@ -107,9 +107,9 @@ impl ApiReporter {
     }
 }
 
-/// Writes queued events in order until shutdown (then drains what is queued, best effort).
+/// Writes queued events in order, through the recorder's correlator, until shutdown (then drains what is queued, best effort).
 async fn write_events(
-    client: Client,
+    recorder: Recorder,
     mut queue: mpsc::UnboundedReceiver<Event>,
     shutdown: CancellationToken,
 ) {
@@ -122,16 +122,10 @@ async fn write_events(
             }
         };
         let Some(event) = event else { break };
-        let namespace = event
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        if let Err(error) = Api::<Event>::namespaced(client.clone(), &namespace)
-            .create(&event)
-            .await
-        {
-            warn!(%error, reason = ?event.reason, "could not write event");
+        let reason = event.reason.clone();
+        // Through the recorder's correlator: a repeat (a crash loop's BackOff) patches its count.
+        if let Err(error) = recorder.write(event).await {
+            warn!(%error, ?reason, "could not write event");
         }
     }
 }

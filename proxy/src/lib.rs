@@ -253,7 +253,8 @@ pub async fn serve(
     );
     let slices = changes(slices_watch);
 
-    let recorder = minik_client::events::Recorder::new(client, "proxy", None);
+    // Its `EndpointsApplied` events are measurements the demo and bench read one by one.
+    let recorder = minik_client::events::Recorder::new(client, "proxy", None).without_correlation();
     let applied = state.subscribe_applied();
     let problems = state.subscribe_problems();
     let publisher = events::publish_applied(

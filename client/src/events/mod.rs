@@ -9,17 +9,26 @@
 //! `reportingComponent`, `reportingInstance`, `action`, and the legacy `source`, `firstTimestamp`,
 //! `lastTimestamp`, `count`.
 //!
-//! minik simplifies: no aggregation or deduplication of repeated events (`count` is always 1), no
-//! rate limiting, and publishing is awaited (callers usually ignore its error after logging it).
+//! Before writing, every event goes through the recorder's [`correlator::Correlator`] as in
+//! client-go: a repeat patches the first object (`count`, `lastTimestamp`), ten similar events
+//! in ten minutes are combined, and a token bucket per source and object drops floods.
+//!
+//! minik simplifies: publishing is awaited (callers usually ignore its error after logging it),
+//! rather than queued to a broadcaster goroutine.
+
+pub mod correlator;
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
+use correlator::{Correlator, Decision};
 use minik_api::core::{Event, EventSource, ObjectReference};
 use minik_api::meta::ObjectMeta;
 
 use crate::api::Api;
 use crate::client::Client;
 use crate::error::Result;
+use crate::params::Patch;
 
 /// Writes Events on behalf of one component (`minik-scheduler`, `kubelet` …).
 #[derive(Clone, Debug)]
@@ -28,6 +37,8 @@ pub struct Recorder {
     component: String,
     /// The node name for the kubelet; `None` for control-plane components.
     host: Option<String>,
+    /// Shared by clones; `None` writes every event as its own object.
+    correlator: Option<Arc<Mutex<Correlator>>>,
 }
 
 /// Added to the clock's nanoseconds so that names from one process strictly increase, even for
@@ -41,6 +52,46 @@ impl Recorder {
             client,
             component: component.to_string(),
             host,
+            correlator: Some(Arc::new(Mutex::new(Correlator::new(
+                correlator::Options::default(),
+            )))),
+        }
+    }
+
+    /// A recorder with other correlation settings.
+    pub fn with_options(mut self, options: correlator::Options) -> Self {
+        self.correlator = Some(Arc::new(Mutex::new(Correlator::new(options))));
+        self
+    }
+
+    /// A recorder that writes every event as a new object, unaggregated and unlimited: for events
+    /// that are measurements (the proxy's `EndpointsApplied`, read back one by one by the demo).
+    pub fn without_correlation(mut self) -> Self {
+        self.correlator = None;
+        self
+    }
+
+    fn decide(&self, event: Event) -> Decision {
+        // The event's own time: a queued event is correlated as of when it happened.
+        let now = event
+            .event_time
+            .as_ref()
+            .map_or_else(jiff::Timestamp::now, |time| time.0);
+        match &self.correlator {
+            Some(correlator) => correlator
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .correlate(event, now),
+            None => Decision::Create(event),
+        }
+    }
+
+    fn written(&self, event: &Event) {
+        if let Some(correlator) = &self.correlator {
+            correlator
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .written(event);
         }
     }
 
@@ -53,25 +104,51 @@ impl Recorder {
         reason: &str,
         message: &str,
     ) -> Result<()> {
-        let event = self.build(regarding, type_, reason, message);
+        self.write(self.build(regarding, type_, reason, message))
+            .await
+    }
+
+    /// Writes an Event [`Recorder::build`] made earlier (the kubelet queues them): created, or
+    /// patched as a repeat, or dropped by the spam filter, as the correlator decides.
+    pub async fn write(&self, event: Event) -> Result<()> {
+        let reason = event.reason.clone().unwrap_or_default();
         let namespace = event
             .metadata
             .namespace
             .clone()
             .unwrap_or_else(|| "default".to_string());
         let events = Api::<Event>::namespaced(self.client.clone(), &namespace);
+        let written = match self.decide(event) {
+            Decision::Skip => {
+                tracing::debug!(%reason, "event dropped by the spam filter");
+                return Ok(());
+            }
+            Decision::Create(event) => self.create(&events, event).await?,
+            Decision::Patch { event, patch } => {
+                let name = event.metadata.name.clone().unwrap_or_default();
+                match events.patch(&name, &Patch::Strategic(patch)).await {
+                    // The first object is gone (expired or deleted): write this one afresh.
+                    Err(error) if error.is_not_found() => self.create(&events, event).await?,
+                    result => result?,
+                }
+            }
+        };
+        self.written(&written);
+        Ok(())
+    }
+
+    async fn create(&self, events: &Api<Event>, mut event: Event) -> Result<Event> {
+        event.metadata.resource_version = None;
         match events.create(&event).await {
             // Another process named an event of the same object in the same nanosecond: rename.
             Err(error) if error.is_already_exists() => {
-                events
-                    .create(&self.build(regarding, type_, reason, message))
-                    .await?;
+                let unique = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+                let name = event.metadata.name.clone().unwrap_or_default();
+                event.metadata.name = Some(format!("{name}{unique:x}"));
+                events.create(&event).await
             }
-            result => {
-                result?;
-            }
+            result => result,
         }
-        Ok(())
     }
 
     /// The Event object `publish` writes (a pure function of its inputs and the clock).
