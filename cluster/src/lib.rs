@@ -24,6 +24,7 @@
 //! - [`supervisor`]: one supervised child process or task per component;
 //! - [`drain`]: readiness checks while starting, signals, and the pod drain while stopping;
 //! - [`kubeconfig`]: merging a `minik` context into the user's kubeconfig;
+//! - [`nodeipam`]: each node's pod CIDR, carved from the cluster's pod range;
 //! - [`files`]: where a cluster keeps its data, pid and state files.
 //!
 //! Read next: `cluster.rs`.
@@ -36,6 +37,7 @@ pub mod dns;
 pub mod drain;
 pub mod files;
 pub mod kubeconfig;
+pub mod nodeipam;
 pub mod pki;
 pub mod restart;
 pub mod secure;

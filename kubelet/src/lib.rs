@@ -50,6 +50,7 @@ use tracing::{info, warn};
 
 pub mod atomic_writer;
 pub mod cgroups;
+pub mod cidr;
 pub mod claims;
 pub mod container;
 pub mod cri;

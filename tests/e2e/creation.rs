@@ -8,16 +8,21 @@ use minik_tests::Cluster;
 
 use crate::support::{http_answer, run_pod, stop_clean, RUNNING};
 
-/// A pod reaches Running with an IP in 127.244.0.0/16, and an HTTP GET to IP:port answers its name.
+/// A pod reaches Running with an IP in its node's 127.P.1.0/24, and an HTTP GET to IP:port answers its name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pod_runs_with_a_loopback_ip_and_answers_http_with_its_name() {
     let _machine = crate::support::shared().await;
     let cluster = crate::support::one_node().await;
     let running = run_pod(&cluster, &pod("web").port(8080).build()).await;
     let ip = p::ip(&running).expect("podIP").to_string();
+    // The harness gives each cluster its own pod network P: node-1 owns 127.P.1.0/24.
+    let octets = ip
+        .parse::<std::net::Ipv4Addr>()
+        .expect("an IPv4 pod IP")
+        .octets();
     assert!(
-        ip.starts_with("127.244.1."),
-        "node-1's pods get addresses in 127.244.1.0/24, got {ip}"
+        octets[0] == 127 && octets[2] == 1,
+        "node-1's pods get addresses in 127.P.1.0/24, got {ip}"
     );
     assert_eq!(p::node(&running), Some("node-1"));
     let body = http_answer(&format!("{ip}:8080")).await;

@@ -35,6 +35,8 @@ pub struct ClusterBuilder {
     pub(crate) loadbalancer: Option<Vec<String>>,
     pub(crate) dashboard: bool,
     pub(crate) metrics_server: Option<Vec<String>>,
+    pub(crate) kubelet_args: Vec<String>,
+    pub(crate) node_cidr_mask_size: Option<u8>,
 }
 
 impl Default for ClusterBuilder {
@@ -55,6 +57,8 @@ impl Default for ClusterBuilder {
             loadbalancer: None,
             dashboard: false,
             metrics_server: None,
+            kubelet_args: Vec::new(),
+            node_cidr_mask_size: None,
         }
     }
 }
@@ -112,6 +116,18 @@ impl ClusterBuilder {
     /// The kubelets' `--pod-pids-limit`.
     pub fn pod_pids_limit(mut self, limit: i64) -> Self {
         self.pod_pids_limit = Some(limit);
+        self
+    }
+
+    /// More flags for every kubelet (`--max-pods 400`, …).
+    pub fn kubelet_args(mut self, args: &[&str]) -> Self {
+        self.kubelet_args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    /// Each node's pod CIDR prefix length (`minik up --node-cidr-mask-size`; default 24).
+    pub fn node_cidr_mask_size(mut self, size: u8) -> Self {
+        self.node_cidr_mask_size = Some(size);
         self
     }
 
@@ -205,7 +221,10 @@ impl ClusterBuilder {
             kubelet_args: self
                 .pod_pids_limit
                 .map(|n| vec!["--pod-pids-limit".into(), n.to_string()])
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                .into_iter()
+                .chain(self.kubelet_args.iter().cloned())
+                .collect(),
             ingress_args: self.ingress.clone().unwrap_or_default(),
             loadbalancer_args: self.loadbalancer.clone().unwrap_or_default(),
             metrics_server_args: self.metrics_server.clone().unwrap_or_default(),
@@ -223,6 +242,9 @@ impl ClusterBuilder {
             // its own pod network, 127.P.N.0/24 with P at random among 116 values (128–243 lie
             // clear of the service, load balancer and DNS ranges).
             pod_network: rand::random_range(128..=243),
+            node_cidr_mask_size: self
+                .node_cidr_mask_size
+                .unwrap_or(minik_cluster::nodeipam::DEFAULT_NODE_CIDR_MASK_SIZE),
             ..ClusterConfig::default()
         }
     }
