@@ -11,8 +11,8 @@
 //! 2. the scheduler, then its `ready` log line;
 //! 3. the cluster DNS (`dns.rs`: its address, the kubelets' `--cluster-dns`, the `kube-dns`
 //!    Service), started before the kubelets so pods can resolve names from their first line;
-//! 4. one kubelet per node (`node-1` … `node-N`, pod CIDR `127.244.N.0/24`, root dir
-//!    `DATA/nodes/node-N`), then a watch on nodes until every one is `Ready`;
+//! 4. one kubelet per node (`node-1` … `node-N`, pod CIDR `127.244.N.0/24` by default, carved
+//!    from the cluster's pod range by `nodeipam.rs`, root dir `DATA/nodes/node-N`), then a watch on nodes until every one is `Ready`;
 //! 5. the endpoint-controller, the proxy, the ingress controller (on a free port of 127.0.0.1,
 //!    recorded for `minik status`) and the load balancer, each up to its `ready` line.
 //!
@@ -115,6 +115,11 @@ pub struct ClusterConfig {
     /// Run the cluster autoscaler beside the cluster, with a node group of kubelets this process
     /// starts and stops (`node_group.rs`); `None` (the default): no autoscaling.
     pub autoscaler: Option<minik_cluster_autoscaler::Config>,
+    /// The cluster's pod range (`--cluster-cidr`), inside 127.0.0.0/8; `None`: `127.P.0.0/16`
+    /// with P = `pod_network`. Each node gets a block of it (`nodeipam.rs`).
+    pub cluster_cidr: Option<String>,
+    /// The prefix length of each node's block (`--node-cidr-mask-size`, 16 to 28; default 24).
+    pub node_cidr_mask_size: u8,
 }
 
 impl Default for ClusterConfig {
@@ -147,6 +152,8 @@ impl Default for ClusterConfig {
             secure: true,
             pod_network: 244,
             autoscaler: None,
+            cluster_cidr: None,
+            node_cidr_mask_size: crate::nodeipam::DEFAULT_NODE_CIDR_MASK_SIZE,
         }
     }
 }
@@ -215,6 +222,7 @@ impl Cluster {
     /// `config.interrupt`), whatever was started is stopped again before the error is returned.
     pub async fn start(mut config: ClusterConfig) -> Result<Cluster> {
         config.listen = check_listen(config.listen)?;
+        crate::nodeipam::check(&config, None)?;
         if config.components.contains(&Component::Ingress) {
             config.ingress_listen = check_listen(config.ingress_listen)?;
             config.ingress_metrics_listen = check_listen(config.ingress_metrics_listen)?;
@@ -313,6 +321,7 @@ impl Cluster {
 
     /// Starts the next kubelet (`node-N+1`); returns its node's name.
     pub(crate) fn launch_kubelet(&mut self) -> Result<String> {
+        crate::nodeipam::node_cidr(&self.config, self.nodes + 1)?;
         self.launch(Component::Kubelet, self.nodes + 1)?;
         self.nodes += 1;
         Ok(format!("node-{}", self.nodes))

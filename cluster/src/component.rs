@@ -150,8 +150,8 @@ impl Component {
     }
 
     /// The command line after `minik`: the subcommand and its flags. `node` is the node's index
-    /// for a kubelet (`node-N`, pod CIDR `127.P.N.0/24` with P the cluster's `pod_network`, 244 by
-    /// default, root dir `DATA/nodes/node-N`).
+    /// for a kubelet (`node-N`, pod CIDR block N of the cluster's range, `nodeipam.rs`:
+    /// `127.P.N.0/24` by default with P the cluster's `pod_network`, root dir `DATA/nodes/node-N`).
     pub(crate) fn args(self, config: &ClusterConfig, node: u8) -> Vec<String> {
         let server = crate::secure::server_url(config);
         let mut args = vec![self.command().to_string()];
@@ -181,9 +181,11 @@ impl Component {
                 flag("--server", server);
                 flag("--node-name", name);
                 flag("--root-dir", root_dir.display().to_string());
+                // Checked before the kubelet is launched (`Cluster::launch_kubelet`).
+                let cidr = crate::nodeipam::node_cidr(config, node);
                 flag(
                     "--pod-cidr",
-                    format!("127.{}.{node}.0/24", config.pod_network),
+                    cidr.map(|c| c.to_string()).unwrap_or_default(),
                 );
                 flag("--minik-binary", config.binary.display().to_string());
                 optional(&mut flag, "--backoff-base", &config.backoff_base);

@@ -170,7 +170,22 @@ impl Cluster {
                 ));
             }
         }
+        self.remove_node_cgroups();
         stopped
+    }
+
+    /// A kubelet killed with -9 and never restarted leaves its pod cgroups behind (empty once
+    /// its pods' processes are gone): removed as its node goes, as a node's cgroups go with it.
+    fn remove_node_cgroups(&self) {
+        for node in 1..=self.nodes {
+            let name = format!("node-{node}");
+            let root = self.data_dir.join("nodes").join(&name);
+            let base = minik_kubelet::cgroups::base_name(&name, &root);
+            let removed = minik_kubelet::cgroups::remove_node(&base);
+            if removed > 0 {
+                tracing::info!(node = %name, removed, "removed the node's leftover pod cgroups");
+            }
+        }
     }
 
     /// The nodes whose kubelet is not running: nobody would finish their pods' graceful

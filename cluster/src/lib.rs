@@ -24,6 +24,7 @@
 //! - [`supervisor`]: one supervised child process or task per component;
 //! - [`drain`]: readiness checks while starting, signals, and the pod drain while stopping;
 //! - [`kubeconfig`]: merging a `minik` context into the user's kubeconfig;
+//! - [`nodeipam`]: each node's pod CIDR, carved from the cluster's pod range;
 //! - [`files`]: where a cluster keeps its data, pid and state files;
 //! - [`node_group`]: the cluster autoscaler's node group (kubelets on demand) and its task.
 //!
@@ -38,6 +39,7 @@ pub mod drain;
 pub mod files;
 pub mod kubeconfig;
 pub mod node_group;
+pub mod nodeipam;
 pub mod pki;
 pub mod restart;
 pub mod secure;

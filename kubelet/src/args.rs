@@ -24,7 +24,7 @@ pub struct Args {
     /// Where the kubelet keeps containers, logs, volumes and IP allocations.
     #[arg(long, default_value = "minik-data/kubelet")]
     pub root_dir: PathBuf,
-    /// This node's pod CIDR, a /24 inside 127.0.0.0/8.
+    /// This node's pod CIDR, a /16 to a /28 inside 127.0.0.0/8.
     #[arg(long, default_value = "127.244.1.0/24")]
     pub pod_cidr: String,
     /// Address of the container logs server (loopback; port 0 picks one).

@@ -159,6 +159,37 @@ impl PodCgroups {
     }
 }
 
+/// Removes the cgroups of a kubelet that is gone (killed with -9 and never restarted): each
+/// empty pod cgroup under `name` ([`base_name`]), then `name` itself, in whichever hierarchy holds
+/// them; a cgroup that still has processes stays. Returns how many were removed. For the
+/// launcher, once the kubelet has stopped (a running kubelet cleans its own at start and stop).
+pub fn remove_node(name: &str) -> usize {
+    let (Ok(mountinfo), Ok(proc_cgroup)) = (
+        fs::read_to_string("/proc/self/mountinfo"),
+        fs::read_to_string("/proc/self/cgroup"),
+    ) else {
+        return 0;
+    };
+    let (v2, v1) = mounts(&mountinfo);
+    let bases = [
+        v2.zip(own_cgroup(&proc_cgroup, Version::V2, "")),
+        v1.zip(own_cgroup(&proc_cgroup, Version::V1, "pids")),
+    ];
+    let mut removed = 0;
+    for (mount, own) in bases.into_iter().flatten() {
+        let base = mount.join(own).join(name);
+        let Ok(entries) = fs::read_dir(&base) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let is_pod = entry.file_name().to_string_lossy().starts_with("pod-");
+            removed += usize::from(is_pod && fs::remove_dir(entry.path()).is_ok());
+        }
+        removed += usize::from(fs::remove_dir(&base).is_ok());
+    }
+    removed
+}
+
 /// `minik-<node>-<hash of the root dir>`: two clusters on one machine (tests) both have a
 /// `node-1`, and each kubelet must own its cgroups.
 pub fn base_name(node: &str, root_dir: &Path) -> String {

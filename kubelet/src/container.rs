@@ -248,8 +248,16 @@ pub fn container_config(
             .join(format!("{attempt}.log")),
         mounts: ctx.mounts.get(&container.name).cloned(),
         pod_ip: ctx.rewrite_binds.then(|| ctx.pod_ip.parse().ok()).flatten(),
+        stop_grace_seconds: Some(stop_grace_seconds(pod)),
     };
     Ok((config, env.invalid_keys))
+}
+
+/// The pod's `terminationGracePeriodSeconds` (30 if unset, the API's default), for the shim.
+fn stop_grace_seconds(pod: &Pod) -> u32 {
+    let spec = pod.spec.as_ref();
+    let grace = spec.and_then(|s| s.termination_grace_period_seconds);
+    grace.unwrap_or(30).clamp(0, i64::from(u32::MAX)) as u32
 }
 
 /// `{root}/logs/{ns}_{name}_{uid}`, as upstream's `/var/log/pods/<ns>_<name>_<uid>`.
@@ -311,6 +319,26 @@ mod tests {
         assert_eq!(argv, ["/usr/bin/minik", "image", "web", "--delay", "1s"]);
         assert_eq!(builtin_image("nginx:1.27"), Some("web"));
         assert_eq!(builtin_image("minik/sleep"), Some("sleep"));
+    }
+
+    #[test]
+    fn the_shim_gets_the_pods_grace_period_recorded_at_start() {
+        let mut with_grace = pod(&["web"], "Always");
+        let spec = with_grace.spec.as_mut().unwrap();
+        spec.termination_grace_period_seconds = Some(3);
+        let config = |pod: &Pod| {
+            let (config, _) =
+                container_config(pod, &container("web"), 0, &ctx(), &StaticLookup::default())
+                    .expect("config");
+            config.stop_grace_seconds
+        };
+        assert_eq!(config(&with_grace), Some(3));
+        with_grace
+            .spec
+            .as_mut()
+            .unwrap()
+            .termination_grace_period_seconds = None;
+        assert_eq!(config(&with_grace), Some(30), "the API's default");
     }
 
     #[test]

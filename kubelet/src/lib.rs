@@ -50,6 +50,7 @@ use tracing::{info, warn};
 
 pub mod atomic_writer;
 pub mod cgroups;
+pub mod cidr;
 pub mod claims;
 pub mod container;
 pub mod cri;
@@ -196,6 +197,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     );
     if let Some(cgroups) = &pod_cgroups {
         process_runtime.set_pod_cgroups(cgroups.clone());
+        // Reconcile after a kill -9: the cgroups of pods none of whose containers is left go
+        // now, as upstream's `cleanupOrphanedPodCgroups` (HandlePodCleanups) does at each pass.
+        let live: Vec<String> = cri::Runtime::list_containers(&process_runtime)
+            .into_iter()
+            .map(|c| c.config.pod_uid)
+            .collect();
+        cgroups.remove_others(&live);
     }
     let runtime: Arc<dyn cri::Runtime> = Arc::new(process_runtime);
     let mut node_sandbox =

@@ -6,8 +6,9 @@
 //! IP under `/var/lib/cni/networks/`, remembering the last one given so addresses are not reused
 //! at once.
 //!
-//! minik simplifies: there are no network namespaces or veth pairs. Node `node-N` owns
-//! `127.244.N.0/24`; Linux routes the whole of 127.0.0.0/8 to the loopback device, so a process can
+//! minik simplifies: there are no network namespaces or veth pairs. Node `node-N` owns a block of
+//! 127.0.0.0/8, `127.244.N.0/24` by default (a /16 to a /28: `minik up --node-cidr-mask-size`,
+//! carved by `cluster/src/nodeipam.rs`); Linux routes the whole of 127.0.0.0/8 to the loopback device, so a process can
 //! bind `127.244.N.7:8080` while another binds `127.244.N.8:8080`. (macOS only has 127.0.0.1 by
 //! default: each address needs `sudo ifconfig lo0 alias 127.244.N.M`.) The allocations live in one
 //! JSON file rewritten atomically (write, then rename) on every change, so a kubelet restarted after
@@ -27,12 +28,14 @@ use std::sync::{Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 use tracing::info;
 
+use crate::cidr::{Cidr, CidrError, NODE_PREFIXES};
+
 /// Errors of the pod network.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The CIDR is not a /24 inside 127.0.0.0/8.
-    #[error("invalid pod CIDR {0:?}: minik needs a /24 inside 127.0.0.0/8, like 127.244.1.0/24")]
-    InvalidCidr(String),
+    /// The CIDR is not a /16 to /28 inside 127.0.0.0/8.
+    #[error("pod CIDR: {0} (minik needs a /16 to /28 inside 127.0.0.0/8, like 127.244.1.0/24)")]
+    InvalidCidr(CidrError),
     /// Every address of the range is taken.
     #[error("no free pod IP left in {0}")]
     Exhausted(String),
@@ -56,58 +59,66 @@ pub enum Error {
 /// Result with the network [`Error`] as default.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The pure allocation table: which pod holds which address of one /24.
+/// The pure allocation table: which pod holds which address of the node's range.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Allocations {
     /// The range, e.g. `127.244.1.0/24`.
     pub cidr: String,
-    /// The first three octets of the range.
-    prefix: [u8; 3],
-    /// The host number released last: not handed out again while another one is free.
+    /// The range parsed (not saved: read again from `cidr`).
+    #[serde(skip, default = "placeholder_range")]
+    range: Cidr,
+    /// The address released last: not handed out again while another one is free.
     #[serde(default)]
-    last_released: Option<u8>,
+    last_released_ip: Option<Ipv4Addr>,
     /// pod uid → address.
     pub by_pod: BTreeMap<String, Ipv4Addr>,
 }
 
+/// What a deserialized table holds until [`IpAllocator::open`] sets its parsed range.
+fn placeholder_range() -> Cidr {
+    Cidr::new(Ipv4Addr::new(127, 0, 0, 0), 32).expect("a /32 has no host bits")
+}
+
 impl Allocations {
-    /// An empty table for `cidr`, which must be `A.B.C.0/24` with `A` = 127.
+    /// An empty table for `cidr`: a /16 to a /28 inside 127.0.0.0/8 (`cidr.rs`).
     pub fn new(cidr: &str) -> Result<Self> {
-        let invalid = || Error::InvalidCidr(cidr.to_string());
-        let (net, len) = cidr.split_once('/').ok_or_else(invalid)?;
-        let net: Ipv4Addr = net.parse().map_err(|_| invalid())?;
-        let [a, b, c, d] = net.octets();
-        if len != "24" || a != 127 || d != 0 {
-            return Err(invalid());
-        }
+        let range = Cidr::loopback(cidr, NODE_PREFIXES).map_err(Error::InvalidCidr)?;
         Ok(Allocations {
-            cidr: cidr.to_string(),
-            prefix: [a, b, c],
-            last_released: None,
+            cidr: range.to_string(),
+            range,
+            last_released_ip: None,
             by_pod: BTreeMap::new(),
         })
     }
 
-    /// The address of `pod_uid`: the one it already holds, else a random free host in `.1 ..= .254`.
+    /// The address of `pod_uid`: the one it already holds, else a random free host of the
+    /// range (network and broadcast addresses excluded, as host-local's range does).
     pub fn allocate(&mut self, pod_uid: &str, rng: &mut impl rand::Rng) -> Result<Ipv4Addr> {
         if let Some(ip) = self.by_pod.get(pod_uid) {
             return Ok(*ip);
         }
-        let taken: std::collections::HashSet<u8> =
-            self.by_pod.values().map(|ip| ip.octets()[3]).collect();
-        let free: Vec<u8> = (1..=254u8).filter(|host| !taken.contains(host)).collect();
-        let fresh: Vec<u8> = free
+        let taken: std::collections::HashSet<u32> = self
+            .by_pod
+            .values()
+            .filter_map(|ip| self.range.host_number(*ip))
+            .collect();
+        let last = self
+            .last_released_ip
+            .and_then(|ip| self.range.host_number(ip));
+        let free: Vec<u32> = (1..=self.range.hosts())
+            .filter(|host| !taken.contains(host))
+            .collect();
+        let fresh: Vec<u32> = free
             .iter()
             .copied()
-            .filter(|host| Some(*host) != self.last_released)
+            .filter(|host| Some(*host) != last)
             .collect();
         let candidates = if fresh.is_empty() { free } else { fresh };
         if candidates.is_empty() {
             return Err(Error::Exhausted(self.cidr.clone()));
         }
         let host = candidates[rng.random_range(0..candidates.len())];
-        let [a, b, c] = self.prefix;
-        let ip = Ipv4Addr::new(a, b, c, host);
+        let ip = self.range.host(host).expect("a free host is in the range");
         self.by_pod.insert(pod_uid.to_string(), ip);
         Ok(ip)
     }
@@ -115,7 +126,7 @@ impl Allocations {
     /// Frees the address of `pod_uid`; returns it if there was one.
     pub fn release(&mut self, pod_uid: &str) -> Option<Ipv4Addr> {
         let ip = self.by_pod.remove(pod_uid)?;
-        self.last_released = Some(ip.octets()[3]);
+        self.last_released_ip = Some(ip);
         Some(ip)
     }
 }
@@ -147,7 +158,11 @@ impl IpAllocator {
                         expected: fresh.cidr,
                     });
                 }
-                table
+                Allocations {
+                    by_pod: table.by_pod,
+                    last_released_ip: table.last_released_ip,
+                    ..fresh
+                }
             }
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 if let Some(parent) = state_file.parent() {
@@ -223,11 +238,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cidr_must_be_a_loopback_slash_24() {
-        assert!(Allocations::new("127.244.3.0/24").is_ok());
+    fn cidr_must_be_a_loopback_slash_16_to_28() {
+        for good in [
+            "127.244.3.0/24",
+            "127.244.0.0/16",
+            "127.244.2.0/23",
+            "127.244.3.16/28",
+        ] {
+            assert!(Allocations::new(good).is_ok(), "{good}");
+        }
         for bad in [
             "203.0.113.0/24",
-            "127.244.3.0/16",
+            "127.244.0.0/15",
+            "127.244.3.0/29",
             "127.244.3.5/24",
             "127.244.3.0",
             "nonsense/24",
@@ -237,6 +260,31 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_slash_23_holds_510_pods_across_its_two_third_octets() {
+        let mut table = Allocations::new("127.244.2.0/23").unwrap();
+        let mut rng = seeded(3);
+        for i in 0..510 {
+            table.allocate(&format!("pod-{i}"), &mut rng).unwrap();
+        }
+        let distinct: std::collections::HashSet<_> = table.by_pod.values().copied().collect();
+        assert_eq!(distinct.len(), 510);
+        assert!(distinct.contains(&Ipv4Addr::new(127, 244, 2, 255)));
+        assert!(distinct.contains(&Ipv4Addr::new(127, 244, 3, 0)));
+        assert!(
+            !distinct.contains(&Ipv4Addr::new(127, 244, 2, 0)),
+            "network"
+        );
+        assert!(
+            !distinct.contains(&Ipv4Addr::new(127, 244, 3, 255)),
+            "broadcast"
+        );
+        assert!(matches!(
+            table.allocate("one-too-many", &mut rng),
+            Err(Error::Exhausted(_))
+        ));
     }
 
     fn seeded(seed: u64) -> rand::rngs::StdRng {

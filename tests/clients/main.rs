@@ -9,6 +9,7 @@
 //! Python tests skip with a notice when the tool is missing on a developer's machine, and fail
 //! under CI (`CI` set), where `.ci/run` provides both.
 
+mod docs_examples;
 mod kube_rs; // kube::Api<Pod> and kube::runtime::watcher (list-watch and streaming lists)
 mod kubectl_apply; // apply (client- and server-side), create with protobuf bodies
 mod kubectl_config; // create configmap/secret (literals, files, env files), immutable
@@ -26,7 +27,7 @@ mod kubectl_verbs; // get (plain, wide, yaml, -w), describe, wait, delete, logs
 mod kubectl_workloads; // create deployment, scale, set image/env, rollout …, delete --cascade
 mod minik_get; // `minik get` prints the same server Tables as `kubectl get`
 mod minik_up; // the seeds' kubectl commands against `minik up` and the kubeconfig it merged
-mod python; // the Python client's create / list / watch / patch / delete
+mod python; // the Python client's create / list / watch / patch / delete // the Kubernetes docs' ConfigMap, downward API and nginx Service examples, unmodified
 
 /// Shared helpers: clusters, kubeconfigs, running kubectl.
 mod support;

@@ -4,7 +4,7 @@
 //! `e2e/network/service.go`); one test binary with a module per area, as ripgrep and raft-rs do.
 //! Run `cargo build --workspace --bins` first: containers run the `minik` binary.
 
-mod autoscale;
+mod autoscale; // issue 24: node sizes, the cluster autoscaler adding and removing nodes
 mod cleanup; // nothing left running after a cluster stops
 mod configmaps; // ConfigMaps, Secrets, the downward API, service links in env and volumes
 mod creation; // pods from creation to Running, restarts, init containers, exit codes
@@ -17,10 +17,12 @@ mod images; // busybox, python, nginx, agnhost as written; 300 short-lived pods 
 mod ingress; // the ingress controller: host/path routing, removal within its lag
 mod job_policies; // ttlSecondsAfterFinished, podFailurePolicy FailJob on an exit code and Ignore on an eviction
 mod jobs; // Jobs: completions two at a time, the controller manager killed with -9 mid-job
+mod kubelet_gone; // after a kubelet kill -9: the shim's stop grace from the pod, its cgroups removed
 mod limits; // a fork bomb stopped by the pod pids limit
 mod loadbalancer; // the batched load balancer, node ports
 mod metrics; // kubectl top's API: usage through metrics-server; a memory limit OOM-kills
 mod mounts; // cluster DNS from inside a pod, volumes at their mountPath (mount namespaces)
+mod node_cidr; // a /23 per node: 300 pods on one node, each its own address
 mod nodes; // a dead node: Unknown, tainted, its pods evicted; pod GC
 mod podnet; // two pods on 0.0.0.0:8080 side by side; localhost inside a pod (bind rewriting)
 mod replication; // ReplicationControllers: replicas kept, the scale subresource
@@ -37,7 +39,7 @@ mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress 
 mod supervision; // minik up restarts every component killed with -9, no write lost
 mod up; // minik up, status, down
 mod watch_resume; // minik get -w across an apiserver restart
-mod workload_faults; // scaling mid-rollout, the controller manager killed with -9 // issue 24: node sizes, the cluster autoscaler adding and removing nodes
+mod workload_faults; // scaling mid-rollout, the controller manager killed with -9
 
 /// Shared helpers for the scenarios.
 mod support;

@@ -134,12 +134,12 @@ for name in sys.argv[1:]:
     let log = finished_log(&cluster, "client", None).await;
     let lines: Vec<&str> = log.lines().collect();
     assert!(lines[0].starts_with("nameserver 127."), "{log}");
+    // The host's own search domains, if it has any, follow the cluster's (upstream's GetPodDNS).
     assert!(
-        lines[0].contains(
-            "search default.svc.cluster.local svc.cluster.local cluster.local | options ndots:5"
-        ),
+        lines[0].contains("search default.svc.cluster.local svc.cluster.local cluster.local"),
         "{log}"
     );
+    assert!(lines[0].ends_with("options ndots:5"), "{log}");
     assert_eq!(lines[1], format!("web {cluster_ip}"), "{log}");
     assert_eq!(
         lines[2],
@@ -327,5 +327,44 @@ print('user', review['status']['userInfo']['username'])
         ],
         "{log}"
     );
+    stop_clean(cluster).await;
+}
+
+/// `dnsPolicy: None` gets only its `dnsConfig`; `ClusterFirst` with a `dnsConfig` gets the cluster
+/// DNS first, then the pod's servers and searches, its options merged by name (GetPodDNS).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dns_policy_none_and_dns_config_shape_the_pods_resolv_conf() {
+    let _machine = crate::support::shared().await;
+    let cluster = Cluster::builder()
+        .without_services()
+        .start()
+        .await
+        .expect("cluster");
+    if !namespaces_available(&cluster).await {
+        return stop_clean(cluster).await;
+    }
+    let config = json!({"nameservers": ["192.0.2.53"], "searches": ["corp.example"],
+        "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}]});
+    for (name, policy) in [("custom", "None"), ("merged", "ClusterFirst")] {
+        create(&cluster, json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"restartPolicy": "Never", "dnsPolicy": policy, "dnsConfig": config,
+                "containers": [{"name": "main", "image": "busybox", "args": ["cat", "/etc/resolv.conf"]}]}}))
+        .await;
+    }
+    let custom = finished_log(&cluster, "custom", None).await;
+    assert_eq!(
+        custom,
+        "nameserver 192.0.2.53\nsearch corp.example\noptions ndots:2 edns0\n"
+    );
+    let merged = finished_log(&cluster, "merged", None).await;
+    let lines: Vec<&str> = merged.lines().collect();
+    assert!(lines[0].starts_with("nameserver 127."), "{merged}");
+    assert_eq!(lines[1], "nameserver 192.0.2.53", "{merged}");
+    assert!(
+        lines[2].starts_with("search default.svc.cluster.local svc.cluster.local cluster.local")
+            && lines[2].ends_with(" corp.example"),
+        "{merged}"
+    );
+    assert_eq!(lines[3], "options ndots:2 edns0", "{merged}");
     stop_clean(cluster).await;
 }

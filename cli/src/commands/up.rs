@@ -62,9 +62,17 @@ pub struct UpArgs {
     #[arg(long, value_parser = parse_duration)]
     pub heartbeat_interval: Option<String>,
     /// Passed to the kubelets: the most pods each node runs, its `pods` capacity (Kubernetes'
-    /// default 110; a node's /24 pod CIDR has 254 addresses, so that is the most).
-    #[arg(long, alias = "node-pods", value_parser = clap::value_parser!(u16).range(1..=254))]
+    /// default 110; at most the addresses of a node's pod CIDR: 254 for a /24, 510 for a /23).
+    #[arg(long, alias = "node-pods", value_parser = clap::value_parser!(u16).range(1..))]
     pub max_pods: Option<u16>,
+    /// The cluster's pod range, inside 127.0.0.0/8 [default: 127.244.0.0/16]; each node gets a
+    /// block of it as its pod CIDR, as kube-controller-manager's `--cluster-cidr`.
+    #[arg(long, value_name = "CIDR")]
+    pub cluster_cidr: Option<String>,
+    /// The size of each node's pod CIDR, a prefix length from 16 to 28 (`23` or `/23`: 510
+    /// pods), as kube-controller-manager's `--node-cidr-mask-size` [default: 24].
+    #[arg(long, alias = "pods-per-node-cidr", value_parser = parse_mask_size)]
+    pub node_cidr_mask_size: Option<u8>,
     /// Passed to the kubelets: the most processes one pod may have (`--pod-max-pids` upstream;
     /// -1: no limit) [default: 1024].
     #[arg(long, allow_negative_numbers = true)]
@@ -139,6 +147,19 @@ fn parse_duration(text: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
+/// A node CIDR's prefix length, `23` or `/23`, from 16 to 28.
+fn parse_mask_size(text: &str) -> Result<u8, String> {
+    let prefixes = minik_kubelet::cidr::NODE_PREFIXES;
+    text.trim_start_matches('/')
+        .parse()
+        .ok()
+        .filter(|len| prefixes.contains(len))
+        .ok_or_else(|| {
+            let (low, high) = (prefixes.start(), prefixes.end());
+            format!("{text:?}: expected a prefix length from {low} to {high}, like 23 or /23")
+        })
+}
+
 /// The flags `up` adds to every kubelet's command line.
 fn kubelet_args(args: &UpArgs) -> Vec<String> {
     let max_pods = args.max_pods.map(|n| ["--max-pods".into(), n.to_string()]);
@@ -198,8 +219,16 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         secure: !args.insecure,
         components: components(&args),
         autoscaler: autoscaler(&args),
+        cluster_cidr: args.cluster_cidr.clone(),
+        node_cidr_mask_size: args
+            .node_cidr_mask_size
+            .unwrap_or(minik_cluster::nodeipam::DEFAULT_NODE_CIDR_MASK_SIZE),
         ..ClusterConfig::default()
     };
+    if let Err(err) = minik_cluster::nodeipam::check(&options, args.max_pods.map(u32::from)) {
+        eprintln!(" ✗ {err}");
+        return Err(crate::output::Reported.into());
+    }
     let mut cluster = match Cluster::start(options).await {
         Ok(cluster) => cluster,
         Err(err) => {
@@ -369,7 +398,8 @@ mod tests {
         assert!(parse_duration("soon").is_err());
     }
 
-    /// `--max-pods` reaches every kubelet (whose `pods` capacity it is), within the /24's 254.
+    /// `--max-pods` reaches every kubelet (whose `pods` capacity it is); whether it fits the
+    /// node's pod CIDR is checked with the CIDR (`nodeipam::check`).
     #[test]
     fn max_pods_is_passed_to_the_kubelets() {
         #[derive(clap::Parser)]
@@ -381,7 +411,23 @@ mod tests {
         let up = parse(&["up", "--max-pods", "250"]).unwrap();
         assert_eq!(kubelet_args(&up), ["--max-pods", "250"]);
         assert!(kubelet_args(&parse(&["up"]).unwrap()).is_empty());
-        assert!(parse(&["up", "--max-pods", "300"]).is_err());
+        assert!(parse(&["up", "--max-pods", "0"]).is_err());
+        let up = parse(&["up", "--max-pods", "400", "--pods-per-node-cidr", "/23"]).unwrap();
+        assert_eq!(up.node_cidr_mask_size, Some(23));
+        let up = parse(&[
+            "up",
+            "--node-cidr-mask-size",
+            "28",
+            "--cluster-cidr",
+            "127.50.0.0/16",
+        ]);
+        let up = up.unwrap();
+        assert_eq!(
+            (up.node_cidr_mask_size, up.cluster_cidr.as_deref()),
+            (Some(28), Some("127.50.0.0/16"))
+        );
+        assert!(parse(&["up", "--node-cidr-mask-size", "29"]).is_err());
+        assert!(parse(&["up", "--pods-per-node-cidr", "big"]).is_err());
         let up = parse(&["up", "--pod-pids-limit", "-1", "--max-pods", "5"]).unwrap();
         assert_eq!(
             kubelet_args(&up),

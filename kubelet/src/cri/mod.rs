@@ -69,6 +69,11 @@ pub struct ContainerConfig {
     /// The pod IP the process's wildcard binds are rewritten to (`shim/bind_rewrite/`); `None`:
     /// it binds on the host's addresses as it asks.
     pub pod_ip: Option<Ipv4Addr>,
+    /// The pod's `terminationGracePeriodSeconds` when the container started: the shim's grace
+    /// between SIGTERM and SIGKILL if it is told to stop without its kubelet (upstream records it
+    /// as the container label `io.kubernetes.pod.terminationGracePeriod` for the same reason).
+    /// `None`: the shim's default, 10 s as `docker stop`.
+    pub stop_grace_seconds: Option<u32>,
 }
 
 /// An id the runtime gave a container: `{pod_uid}-{name}-{attempt}` is fine.

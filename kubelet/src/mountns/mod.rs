@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::volumes::VolumePlan;
 
+pub mod dns;
 pub mod enter;
 pub mod pod;
 
@@ -122,19 +123,6 @@ fn etc_mount(etc_dir: &Path, name: &str) -> BindMount {
     }
 }
 
-/// The pod's resolv.conf with `dnsPolicy: ClusterFirst` (`pkg/kubelet/network/dns/dns.go`):
-/// the cluster DNS, the search path from the pod's namespace, `ndots:5`.
-pub fn resolv_conf(namespace: &str, nameservers: &[String], domain: &str) -> String {
-    let mut out = String::new();
-    for server in nameservers {
-        out.push_str(&format!("nameserver {server}\n"));
-    }
-    out.push_str(&format!(
-        "search {namespace}.svc.{domain} svc.{domain} {domain}\noptions ndots:5\n"
-    ));
-    out
-}
-
 /// The pod's `/etc/hosts` (`managedHostsFileContent` in `kubelet_pods.go`): localhost, then the
 /// pod's IP with its FQDN (with a `subdomain`) and hostname.
 pub fn hosts_file(ip: &str, hostname: &str, fqdn: Option<&str>) -> String {
@@ -151,15 +139,6 @@ pub fn hosts_file(ip: &str, hostname: &str, fqdn: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn resolv_conf_searches_the_namespace_first() {
-        let text = resolv_conf("shop", &["127.0.0.10".into()], "cluster.local");
-        assert_eq!(
-            text,
-            "nameserver 127.0.0.10\nsearch shop.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n"
-        );
-    }
 
     #[test]
     fn hosts_names_the_pod_by_fqdn_and_hostname() {

@@ -2,17 +2,17 @@
 //!
 //! Kubernetes counterpart: `makeMounts` and `ensureHostsFile` in `pkg/kubelet/kubelet_pods.go`
 //! (the hosts file is written under the pod's directory and bind-mounted into each container)
-//! and `GetPodDNS` in `pkg/kubelet/network/dns/dns.go` (the resolv.conf of `dnsPolicy:
-//! ClusterFirst`, the default, with `--cluster-dns` and `--cluster-domain`). minik simplifies:
-//! `dnsPolicy: None` and `dnsConfig` are not applied (the host's resolv.conf stays), and a
-//! `Default` policy keeps the host's file as upstream.
+//! and `GetPodDNS` in `pkg/kubelet/network/dns/dns.go` (the resolv.conf from `dnsPolicy` and
+//! `dnsConfig`, with `--cluster-dns` and `--cluster-domain`: `dns.rs`). A pod whose resolv.conf
+//! would be the node's own file unchanged gets no mount over `/etc/resolv.conf`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::{container_mounts, hosts_file, resolv_conf, BindMount, Support};
+use super::dns::{pod_resolv_conf, NodeDns, ResolvConf};
+use super::{container_mounts, hosts_file, BindMount, Support};
 use crate::volumes::VolumePlan;
 
 /// What the kubelet was told about DNS and found about namespaces.
@@ -62,7 +62,7 @@ impl PodNamespaces {
             .collect())
     }
 
-    /// Writes the files; true if a resolv.conf was written (ClusterFirst with a cluster DNS).
+    /// Writes the files; true if a resolv.conf was written (it differs from the node's).
     fn write_files(&self, pod: &Pod, ip: &str, etc: &Path) -> std::io::Result<bool> {
         std::fs::create_dir_all(etc)?;
         let meta = &pod.metadata;
@@ -81,13 +81,17 @@ impl PodNamespaces {
             etc.join("hosts"),
             hosts_file(ip, &hostname, fqdn.as_deref()),
         )?;
-        let policy = spec.dns_policy.as_deref().unwrap_or("ClusterFirst");
-        let cluster_first = matches!(policy, "ClusterFirst" | "ClusterFirstWithHostNet");
-        if !cluster_first || self.cluster_dns.is_empty() {
+        let host = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+        let host = ResolvConf::parse(&host);
+        let node = NodeDns {
+            cluster_dns: &self.cluster_dns,
+            cluster_domain: &self.cluster_domain,
+            host: &host,
+        };
+        let Some(resolv) = pod_resolv_conf(&spec, namespace, node) else {
             return Ok(false);
-        }
-        let text = resolv_conf(namespace, &self.cluster_dns, &self.cluster_domain);
-        std::fs::write(etc.join("resolv.conf"), text)?;
+        };
+        std::fs::write(etc.join("resolv.conf"), resolv.render())?;
         Ok(true)
     }
 }

@@ -40,8 +40,8 @@
 //!
 //! The kubelet never signals the shim: it signals the container's process group (`pid` in
 //! `DIR/started.json`). Anyone else may: SIGTERM to the shim stops its container (SIGTERM, then
-//! SIGKILL after `--stop-grace`, default 10 s; `stop.rs`), so a shim whose kubelet died does not
-//! leave its container running when it is told to stop.
+//! SIGKILL after `--stop-grace`: the pod's terminationGracePeriodSeconds, else 10 s; `stop.rs`),
+//! so a shim whose kubelet died does not leave its container running when it is told to stop.
 //! If the shim itself is SIGKILLed, the exit status is lost (as with containerd, #6570): the runtime
 //! then kills the orphaned group and reports exit code 255.
 //!
@@ -298,6 +298,13 @@ fn spawn_container(
     config: &StoredConfig,
 ) -> Result<std::process::Child, StartFailure> {
     let argv0 = &opts.argv[0];
+    // Forked before the user namespace, to bind privileged ports from outside it (binder.rs).
+    let binder = match (&config.mounts, config.pod_ip) {
+        (Some(_), Some(_)) => bind_rewrite::Binder::fork()
+            .inspect_err(|e| note(&format!("minik shim: no privileged-port binder: {e}")))
+            .ok(),
+        _ => None,
+    };
     if let Some(mounts) = &config.mounts {
         // Before the workingDir check: the working directory may be a mount path.
         crate::mountns::enter::enter(mounts, &opts.state_dir).map_err(|e| StartFailure {
@@ -327,6 +334,7 @@ fn spawn_container(
         exit_code: 128,
         message: format!("cannot prepare bind rewriting: {err}"),
     })?;
+    let rewrite = rewrite.map(|r| r.with_binder(binder));
     let mut child = cmd.spawn().map_err(|err| {
         let (exit_code, what) = match err.kind() {
             io::ErrorKind::NotFound if !argv0.contains('/') => {

@@ -45,6 +45,9 @@ pub struct StoredConfig {
     /// Absent in a config written before bind rewriting: no rewriting.
     #[serde(default)]
     pub pod_ip: Option<std::net::Ipv4Addr>,
+    /// The grace the shim was started with; absent in older configs and for the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_grace_seconds: Option<u32>,
 }
 
 impl From<&ContainerConfig> for StoredConfig {
@@ -61,6 +64,7 @@ impl From<&ContainerConfig> for StoredConfig {
             log_path: c.log_path.clone(),
             mounts: c.mounts.clone(),
             pod_ip: c.pod_ip,
+            stop_grace_seconds: c.stop_grace_seconds,
         }
     }
 }
@@ -79,6 +83,7 @@ impl From<StoredConfig> for ContainerConfig {
             log_path: c.log_path,
             mounts: c.mounts,
             pod_ip: c.pod_ip,
+            stop_grace_seconds: c.stop_grace_seconds,
         }
     }
 }

@@ -11,8 +11,10 @@
 //! the signal and arms an alarm for the grace; SIGALRM sends SIGKILL. Signal handlers are reset by
 //! `exec`, so the container never inherits them.
 //!
-//! minik simplifies: one grace for every container (`--stop-grace`, default 10 s), not the pod's
-//! `terminationGracePeriodSeconds`, which the shim does not know.
+//! The grace is the pod's `terminationGracePeriodSeconds` as it was when the container started
+//! (the kubelet passes `--stop-grace`; upstream's kubelet records it as the container label
+//! `io.kubernetes.pod.terminationGracePeriod` and uses it when the pod spec is gone), else 10 s.
+//! minik simplifies: no preStop hook runs on this path (the hook belongs to the kubelet).
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 

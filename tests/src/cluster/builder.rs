@@ -37,6 +37,7 @@ pub struct ClusterBuilder {
     pub(crate) metrics_server: Option<Vec<String>>,
     pub(crate) kubelet_args: Vec<String>,
     pub(crate) autoscaler: Option<minik_cluster_autoscaler::Config>,
+    pub(crate) node_cidr_mask_size: Option<u8>,
 }
 
 impl Default for ClusterBuilder {
@@ -59,6 +60,7 @@ impl Default for ClusterBuilder {
             metrics_server: None,
             kubelet_args: Vec::new(),
             autoscaler: None,
+            node_cidr_mask_size: None,
         }
     }
 }
@@ -116,6 +118,18 @@ impl ClusterBuilder {
     /// The kubelets' `--pod-pids-limit`.
     pub fn pod_pids_limit(mut self, limit: i64) -> Self {
         self.pod_pids_limit = Some(limit);
+        self
+    }
+
+    /// More flags for every kubelet (`--max-pods 400`, …).
+    pub fn kubelet_args(mut self, args: &[&str]) -> Self {
+        self.kubelet_args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    /// Each node's pod CIDR prefix length (`minik up --node-cidr-mask-size`; default 24).
+    pub fn node_cidr_mask_size(mut self, size: u8) -> Self {
+        self.node_cidr_mask_size = Some(size);
         self
     }
 
@@ -243,6 +257,9 @@ impl ClusterBuilder {
             // its own pod network, 127.P.N.0/24 with P at random among 116 values (128–243 lie
             // clear of the service, load balancer and DNS ranges).
             pod_network: rand::random_range(128..=243),
+            node_cidr_mask_size: self
+                .node_cidr_mask_size
+                .unwrap_or(minik_cluster::nodeipam::DEFAULT_NODE_CIDR_MASK_SIZE),
             ..ClusterConfig::default()
         }
     }

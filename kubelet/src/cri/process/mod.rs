@@ -181,6 +181,9 @@ impl ProcessRuntime {
         if let Some(cgroup) = self.pod_cgroup(&config.pod_uid) {
             cmd.arg("--cgroup").arg(cgroup);
         }
+        if let Some(grace) = config.stop_grace_seconds {
+            cmd.arg("--stop-grace").arg(grace.to_string());
+        }
         cmd.arg("--").args(&config.argv);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())

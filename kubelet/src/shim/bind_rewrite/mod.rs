@@ -30,10 +30,12 @@ use std::os::fd::OwnedFd;
 use std::process::Command;
 use std::sync::OnceLock;
 
+mod binder;
 pub mod decision;
 mod filter;
 mod supervisor;
 
+pub use binder::Binder;
 use filter::ListenerChannel;
 
 /// Whether this machine can rewrite binds (`Err` says why not), checked once per process.
@@ -54,6 +56,8 @@ pub fn describe() -> String {
 pub struct BindRewrite {
     pod_ip: Ipv4Addr,
     channel: ListenerChannel,
+    /// Binds privileged ports from the host's user namespace (`binder.rs`).
+    binder: Option<Binder>,
 }
 
 impl BindRewrite {
@@ -64,7 +68,11 @@ impl BindRewrite {
         };
         let channel = ListenerChannel::new()?;
         channel.attach(cmd);
-        Ok(Some(BindRewrite { pod_ip, channel }))
+        Ok(Some(BindRewrite {
+            pod_ip,
+            channel,
+            binder: None,
+        }))
     }
 
     /// The same for tokio's `Command` (the kubelet's exec probes and hooks).
@@ -77,7 +85,17 @@ impl BindRewrite {
         };
         let channel = ListenerChannel::new()?;
         channel.attach_tokio(cmd);
-        Ok(Some(BindRewrite { pod_ip, channel }))
+        Ok(Some(BindRewrite {
+            pod_ip,
+            channel,
+            binder: None,
+        }))
+    }
+
+    /// Privileged binds go through `binder` when this process is in a user namespace of its own.
+    pub fn with_binder(mut self, binder: Option<Binder>) -> Self {
+        self.binder = binder;
+        self
     }
 
     /// After the spawn succeeded: receives the filter's listener and starts the supervisor
@@ -85,11 +103,11 @@ impl BindRewrite {
     /// `on_error` hears why it stopped early (the calls then fail with `ENOSYS`).
     pub fn supervise(self, on_error: fn(&str)) -> io::Result<()> {
         let listener: OwnedFd = self.channel.receive()?;
-        let pod_ip = self.pod_ip;
+        let (pod_ip, binder) = (self.pod_ip, self.binder);
         std::thread::Builder::new()
             .name("bind-rewrite".into())
             .spawn(move || {
-                if let Err(errno) = supervisor::run(listener, pod_ip) {
+                if let Err(errno) = supervisor::run(listener, pod_ip, binder.as_ref()) {
                     on_error(&format!("bind rewriting stopped: {errno}"));
                 }
             })?;

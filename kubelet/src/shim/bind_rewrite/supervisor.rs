@@ -30,6 +30,7 @@ use nix::sys::socket::{
 use nix::sys::uio::{process_vm_readv, RemoteIoVec};
 use nix::unistd::Pid;
 
+use super::binder::Binder;
 use super::decision::{localhost_target, parse_sockaddr, rewrite_bind, Action};
 
 /// How many bytes of a `sockaddr` are read: enough for a `sockaddr_in6`.
@@ -43,7 +44,7 @@ enum Reply {
 }
 
 /// Runs the notification loop of `listener` until no process uses the filter any more.
-pub fn run(listener: OwnedFd, pod_ip: Ipv4Addr) -> Result<(), Errno> {
+pub fn run(listener: OwnedFd, pod_ip: Ipv4Addr, binder: Option<&Binder>) -> Result<(), Errno> {
     let listener = Arc::new(listener);
     loop {
         let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
@@ -62,12 +63,17 @@ pub fn run(listener: OwnedFd, pod_ip: Ipv4Addr) -> Result<(), Errno> {
             Err(Errno::ENOENT | Errno::EINTR) => continue,
             Err(err) => return Err(err),
         };
-        handle(&listener, &notif, pod_ip);
+        handle(&listener, &notif, pod_ip, binder);
     }
 }
 
 /// Decides one notification and answers it (now, or from a thread for a redirected connect).
-fn handle(listener: &Arc<OwnedFd>, notif: &libc::seccomp_notif, pod_ip: Ipv4Addr) {
+fn handle(
+    listener: &Arc<OwnedFd>,
+    notif: &libc::seccomp_notif,
+    pod_ip: Ipv4Addr,
+    binder: Option<&Binder>,
+) {
     let id = notif.id;
     let caller = Caller {
         tid: notif.pid as i32,
@@ -76,7 +82,7 @@ fn handle(listener: &Arc<OwnedFd>, notif: &libc::seccomp_notif, pod_ip: Ipv4Addr
     let reply = match read_sockaddr(caller.tid, notif.data.args[1], notif.data.args[2]) {
         None => Reply::Continue,
         Some(addr) if i64::from(notif.data.nr) == libc::SYS_bind => {
-            on_bind(listener, id, &caller, addr, pod_ip)
+            on_bind(listener, id, &caller, addr, pod_ip, binder)
         }
         Some(addr) => match on_connect(listener, id, &caller, addr, pod_ip) {
             Some((socket, target)) => {
@@ -109,8 +115,11 @@ fn on_bind(
     caller: &Caller,
     addr: SocketAddr,
     pod_ip: Ipv4Addr,
+    binder: Option<&Binder>,
 ) -> Reply {
-    if rewrite_bind(addr, pod_ip, false) == Action::Continue {
+    // A privileged port is bound by the binder even where no rewrite is needed (`binder.rs`).
+    let privileged = binder.is_some() && (1..1024).contains(&addr.port());
+    if rewrite_bind(addr, pod_ip, false) == Action::Continue && !privileged {
         return Reply::Continue;
     }
     let socket = match take_socket(listener, id, caller) {
@@ -118,11 +127,17 @@ fn on_bind(
         Err(err) => return Reply::Done(Err(err)),
     };
     let v6only = addr.is_ipv6() && getsockopt(&socket, sockopt::Ipv6V6Only).unwrap_or(false);
-    match rewrite_bind(addr, pod_ip, v6only) {
-        Action::Continue => Reply::Continue,
-        Action::Refuse(errno) => Reply::Done(Err(errno)),
-        Action::Redirect(to) => Reply::Done(bind(&socket, to)),
-    }
+    let to = match rewrite_bind(addr, pod_ip, v6only) {
+        Action::Continue if !privileged => return Reply::Continue,
+        Action::Continue => addr,
+        Action::Refuse(errno) => return Reply::Done(Err(errno)),
+        Action::Redirect(to) => to,
+    };
+    Reply::Done(match (bind(&socket, to), binder) {
+        // A privileged port from inside a user namespace: bound from the host's (binder.rs).
+        (Err(Errno::EACCES), Some(binder)) => binder.bind(&socket, to),
+        (result, _) => result,
+    })
 }
 
 /// The socket and address to connect instead, if the call is to the pod's own localhost and
