@@ -8,7 +8,7 @@
 //! and lets the server reject unknown fields (docs/real-clients.md#openapi). So minik serves
 //! exactly that: one patch operation per kind, no schemas (`kubectl explain` is out of scope).
 
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use minik_api::resource::{ResourceInfo, RESOURCES};
@@ -16,6 +16,7 @@ use minik_api::status;
 use serde_json::{json, Map, Value};
 
 use crate::error::{json_response, ApiError};
+use crate::AppState;
 
 /// A constant hash: the document only changes with the binary.
 const HASH: &str = "0123456789ABCDEF";
@@ -27,7 +28,7 @@ fn group_version_path(info: &ResourceInfo) -> String {
 }
 
 /// `GET /openapi/v3`: where each group version's document lives.
-pub async fn index() -> Response {
+pub async fn index(State(state): State<AppState>) -> Response {
     let mut paths = Map::new();
     for info in RESOURCES {
         let path = group_version_path(info);
@@ -35,6 +36,11 @@ pub async fn index() -> Response {
             path.clone(),
             json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={HASH}")}),
         );
+    }
+    // The group versions CustomResourceDefinitions add (issue 21).
+    for (path, hash) in crate::apiextensions::openapi::index_entries(&state.custom) {
+        let url = format!("/openapi/v3/{path}?hash={hash}");
+        paths.insert(path, json!({ "serverRelativeURL": url }));
     }
     json_response(StatusCode::OK, &json!({"paths": paths}))
 }
@@ -56,7 +62,15 @@ fn patch_operation(info: &ResourceInfo) -> Value {
 }
 
 /// `GET /openapi/v3/api/v1` and `/openapi/v3/apis/{group}/{version}`.
-pub async fn document(Path(path): Path<String>) -> Response {
+pub async fn document(State(state): State<AppState>, Path(path): Path<String>) -> Response {
+    if let Some(body) = crate::apiextensions::openapi::document(&state.custom, &path) {
+        let mut response = json_response(StatusCode::OK, &body);
+        let etag = format!("\"{}\"", crate::apiextensions::openapi::hash(&body));
+        if let Ok(etag) = HeaderValue::from_str(&etag) {
+            response.headers_mut().insert(header::ETAG, etag);
+        }
+        return response;
+    }
     let kinds: Vec<&ResourceInfo> = RESOURCES
         .iter()
         .filter(|info| group_version_path(info) == path)
