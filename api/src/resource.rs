@@ -310,7 +310,22 @@ pub const RESOURCES: &[ResourceInfo] = &[
         namespaced: true,
         api_version: "autoscaling/v2",
     },
+    // CustomResourceDefinitions (issue 21): the kinds they define are served from a table the
+    // API server keeps at run time (`apiserver/src/apiextensions/kinds.rs`), not from this list.
+    ResourceInfo {
+        kind: "CustomResourceDefinition",
+        plural: "customresourcedefinitions",
+        singular: "customresourcedefinition",
+        short_names: &["crd", "crds"],
+        namespaced: false,
+        api_version: "apiextensions.k8s.io/v1",
+    },
 ];
+
+/// Whether `info` is one of the built-in kinds above (not a custom kind a CRD added at run time).
+pub fn is_builtin(info: &ResourceInfo) -> bool {
+    RESOURCES.contains(info)
+}
 
 /// Finds a kind by any name a user may type: plural, singular, short name or Kind (any case).
 pub fn lookup(name: &str) -> Option<&'static ResourceInfo> {

@@ -88,6 +88,8 @@ pub async fn api_groups(State(state): State<AppState>) -> Response {
             }
             json!({"name": group, "versions": versions, "preferredVersion": gv})
         })
+        // The groups CustomResourceDefinitions add (issue 21).
+        .chain(crate::apiextensions::discovery::groups(&state.custom))
         .collect();
     json_response(
         StatusCode::OK,
@@ -174,10 +176,15 @@ pub async fn core_v1() -> Response {
 
 /// `GET /apis/{group}/{version}`.
 pub async fn group_version(
-    State(_state): State<AppState>,
+    State(state): State<AppState>,
     Path((group, version)): Path<(String, String)>,
 ) -> ApiResult<Response> {
     let group_version = format!("{group}/{version}");
+    if let Some(list) =
+        crate::apiextensions::discovery::resource_list(&state.custom, &group_version)
+    {
+        return Ok(json_response(StatusCode::OK, &list));
+    }
     if !named_groups().contains(&group_version.as_str()) {
         return Err(ApiError::from(status::failure(
             404,

@@ -48,6 +48,7 @@
 //! Read next: `handlers/mod.rs` (routing), `registry/deletion.rs` (graceful delete), `watch.rs`.
 
 pub mod aggregator;
+pub mod apiextensions;
 pub mod auth;
 pub mod autoscaling_v1;
 pub mod discovery;
@@ -260,6 +261,8 @@ pub struct Shared {
     pub(crate) security: auth::Security,
     /// How long a request body may take to arrive.
     pub(crate) body_read_timeout: Duration,
+    /// The custom kinds established CRDs add (`apiextensions/`).
+    pub(crate) custom: apiextensions::Kinds,
 }
 
 /// The state handlers receive.
@@ -407,7 +410,9 @@ pub async fn serve_with(
         kubelet_tls: options.kubelet_client.is_some(),
         security,
         body_read_timeout: options.body_read_timeout,
+        custom: apiextensions::Kinds::default(),
     });
+    tokio::spawn(apiextensions::controller::run(state.clone()));
     tokio::spawn(kubernetes_service::run(
         state.clone(),
         local,
@@ -469,6 +474,8 @@ fn security(options: &ServeOptions) -> Result<(Option<tokio_rustls::TlsAcceptor>
 pub fn router(state: AppState) -> Router {
     let authentication = axum::middleware::from_fn_with_state(state.clone(), auth::filter);
     let aggregation = axum::middleware::from_fn_with_state(state.clone(), aggregator::filter);
+    let conversion =
+        axum::middleware::from_fn_with_state(state.clone(), apiextensions::convert::filter);
     let routes = Router::new()
         .route("/healthz", get(ok))
         .route("/readyz", get(ok))
@@ -511,7 +518,9 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::disable())
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         // After authentication and authorization: aggregated groups go to their own server.
-        .layer(aggregation);
+        .layer(aggregation)
+        // Custom resources leave in the version asked for, with their defaults.
+        .layer(conversion);
     // v1 HPAs are rewritten to v2 before routing, so the router is wrapped, not layered.
     Router::new()
         .fallback_service(routes)

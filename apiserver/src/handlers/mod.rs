@@ -50,7 +50,7 @@ pub async fn core_resource(
         body,
         user: user.map(|Extension(user)| user),
     };
-    handle(state, "", &rest, request).await
+    handle(state, ("", "v1"), &rest, request).await
 }
 
 /// `/apis/{group}/{version}/{*rest}`: named groups (coordination.k8s.io for Leases).
@@ -69,6 +69,7 @@ pub async fn group_resource(
     if minik_api::resource::RESOURCES
         .iter()
         .all(|r| r.api_version != format!("{group}/{version}"))
+        && !state.custom.serves(&group, &version)
     {
         return not_found_path().into_response();
     }
@@ -79,7 +80,7 @@ pub async fn group_resource(
         body,
         user: user.map(|Extension(user)| user),
     };
-    handle(state, &group, &rest, request).await
+    handle(state, (&group, &version), &rest, request).await
 }
 
 /// What a route hands to [`handle`].
@@ -110,7 +111,12 @@ fn not_found_path() -> ApiError {
     .into()
 }
 
-async fn handle(state: AppState, group: &str, rest: &str, incoming: Incoming) -> Response {
+async fn handle(
+    state: AppState,
+    (group, version): (&str, &str),
+    rest: &str,
+    incoming: Incoming,
+) -> Response {
     let Incoming {
         method,
         headers,
@@ -118,7 +124,10 @@ async fn handle(state: AppState, group: &str, rest: &str, incoming: Incoming) ->
         body,
         user,
     } = incoming;
-    let Some(target) = parse_target(group, rest) else {
+    // Built-in kinds first, then the custom kinds of established CRDs.
+    let target = parse_target(group, rest)
+        .or_else(|| crate::apiextensions::parse_target(&state.custom, group, version, rest));
+    let Some(target) = target else {
         return not_found_path().into_response();
     };
     if method == Method::DELETE && target.name.is_none() && rest.ends_with('/') {
@@ -146,8 +155,19 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
     let target = &request.target;
     let sub = target.subresource.as_deref();
     let kind = target.info.kind;
-    if sub.is_some_and(|sub| !known_subresource(kind, sub)) {
+    let known = |sub| {
+        crate::apiextensions::has_subresource(state, target.info, sub)
+            .unwrap_or_else(|| known_subresource(kind, sub))
+    };
+    if sub.is_some_and(|sub| !known(sub)) {
         return Err(not_found_path());
+    }
+    if let Some(custom) = state
+        .custom
+        .kind(target.info)
+        .filter(|_| sub == Some("scale"))
+    {
+        return crate::apiextensions::scale::serve(state, &custom, &method, &request).await;
     }
     let status_ok = sub == Some("status");
     if method != Method::GET {

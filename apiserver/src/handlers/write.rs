@@ -15,6 +15,7 @@ use minik_api::{status, ResourceInfo};
 use serde_json::{json, Value};
 use tracing::info;
 
+use crate::apiextensions;
 use crate::error::{json_response, ApiError, ApiResult};
 use crate::field_validation::{self as fields, Mode};
 use crate::ignored_fields;
@@ -36,7 +37,7 @@ pub async fn create(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
         )
         .into());
     }
-    let (body, warnings) = decode_checked(request)?;
+    let (body, warnings) = decode_checked(state, request)?;
     let response = create_object(
         state,
         target.info,
@@ -51,13 +52,13 @@ pub async fn create(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
 
 /// Decodes a create/update body and applies `fieldValidation` to it (unknown and, for JSON,
 /// duplicate fields): the object and the warnings to send.
-fn decode_checked(request: &ApiRequest) -> ApiResult<(Value, Vec<String>)> {
+fn decode_checked(state: &AppState, request: &ApiRequest) -> ApiResult<(Value, Vec<String>)> {
     let format = body_format(request.content_type())?;
     let body = decode_object(&request.body, format)?;
     let raw = (format == BodyFormat::Json).then_some(&request.body[..]);
     let mode = Mode::from_params(&request.params)?;
     let kind = request.target.info.kind;
-    let mut warnings = fields::check(mode, kind, &body, raw)?;
+    let mut warnings = apiextensions::check_fields(state, mode, request.target.info, &body, raw)?;
     if request.target.subresource.is_none() {
         warnings.extend(ignored_fields::warnings(kind, &body));
     }
@@ -105,7 +106,8 @@ async fn create_object(
         1
     };
     retry_name_collisions(attempts, || async {
-        let mut object = registry::prepare_create(info, body.clone(), namespace, &used)?;
+        let mut object =
+            apiextensions::prepare_create(state, info, body.clone(), namespace, &used)?;
         if let Some(managed) = managed_fields.clone() {
             meta::meta_mut(&mut object)?.insert("managedFields".into(), managed);
         }
@@ -198,7 +200,7 @@ async fn create_at_url_name(
 
 /// `PUT …/{plural}/{name}` (and `…/status`).
 pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Response> {
-    let (body, warnings) = decode_checked(request)?;
+    let (body, warnings) = decode_checked(state, request)?;
     let target = &request.target;
     // Like upstream's endpoints, events and leases (`AllowCreateOnUpdate`), a PUT may create them.
     let creatable = matches!(target.info.kind, "Endpoints" | "Event" | "Lease");
@@ -216,7 +218,15 @@ pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
         request.params.dry_run(),
         |stored| {
             let body = body.clone();
-            registry::prepare_update(target.info, body, stored, target.name(), sub, &used)
+            apiextensions::prepare_update(
+                state,
+                target.info,
+                body,
+                stored,
+                target.name(),
+                sub,
+                &used,
+            )
         },
     )
     .await?;
@@ -227,6 +237,7 @@ pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
 /// `PATCH …/{plural}/{name}` (and `…/status`): merge, JSON, strategic merge or apply patches.
 pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response> {
     let patch_type = PatchType::from_content_type(request.content_type())?;
+    apiextensions::check_patch_type(state, request.target.info, patch_type)?;
     let patch = patch_type.decode_body(&request.body)?;
     let mode = Mode::from_params(&request.params)?;
     if patch_type == PatchType::Apply {
@@ -250,7 +261,7 @@ pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response
         |stored| {
             let patched = registry::patch::apply(patch_type, kind, stored, &patch)?;
             // The result is checked, not the patch: patches carry `$` directives.
-            let mut found = fields::check(mode, kind, &patched, None)?;
+            let mut found = apiextensions::check_fields(state, mode, target.info, &patched, None)?;
             if sub.is_none() {
                 // Only what the patch added: an object that already carried an ignored field
                 // was warned about when it was written (as upstream's `GetWarningsForPod`
@@ -263,7 +274,15 @@ pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response
                 );
             }
             *warnings.lock().unwrap_or_else(|p| p.into_inner()) = found;
-            registry::prepare_update(target.info, patched, stored, target.name(), sub, &used)
+            apiextensions::prepare_update(
+                state,
+                target.info,
+                patched,
+                stored,
+                target.name(),
+                sub,
+                &used,
+            )
         },
     )
     .await?;
@@ -289,7 +308,7 @@ async fn apply(
         status: target.subresource.as_deref() == Some("status"),
     };
     let to_api = |e: crate::patch::Error| ApiError::from(e.to_status());
-    let mut warnings = fields::check(mode, kind, &applied, None)?;
+    let mut warnings = apiextensions::check_fields(state, mode, target.info, &applied, None)?;
     if target.subresource.is_none() {
         warnings.extend(ignored_fields::warnings(kind, &applied));
     }
@@ -316,7 +335,15 @@ async fn apply(
         |stored| {
             let merged =
                 server_side_apply::apply(kind, Some(stored), &applied, &options).map_err(to_api)?;
-            registry::prepare_update(target.info, merged, stored, target.name(), sub, &used)
+            apiextensions::prepare_update(
+                state,
+                target.info,
+                merged,
+                stored,
+                target.name(),
+                sub,
+                &used,
+            )
         },
     )
     .await?;

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::OnceLock;
 
-use axum::extract::{Path, Query};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use minik_api::resource::RESOURCES;
@@ -32,6 +32,7 @@ use minik_api::status;
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
+use crate::AppState;
 use paths::PathKind;
 use schemas::{Flavour, KindSchema};
 
@@ -236,7 +237,7 @@ fn cached(
 }
 
 /// `GET /openapi/v3`: where each group version's document lives, with its current hash.
-pub async fn index() -> Response {
+pub async fn index(State(state): State<AppState>) -> Response {
     let mut paths = Map::new();
     let mut add = |path: &str, hash: &str| {
         paths.insert(
@@ -250,6 +251,10 @@ pub async fn index() -> Response {
     for (path, served) in extra::documents() {
         add(&path, &served.hash);
     }
+    // The group versions CustomResourceDefinitions add (issue 21).
+    for (path, hash) in crate::apiextensions::openapi::index_entries(&state.custom) {
+        add(&path, &hash);
+    }
     let mut response = json_bytes(serde_json::to_vec(&json!({"paths": paths})).unwrap_or_default());
     response.headers_mut().insert(
         header::CACHE_CONTROL,
@@ -260,6 +265,7 @@ pub async fn index() -> Response {
 
 /// `GET /openapi/v3/api/v1` and `/openapi/v3/apis/{group}/{version}`.
 pub async fn document(
+    State(state): State<AppState>,
     Path(path): Path<String>,
     Query(query): Query<BTreeMap<String, String>>,
     headers: HeaderMap,
@@ -267,6 +273,11 @@ pub async fn document(
     let asked = query.get("hash").map(String::as_str);
     if let Some(served) = documents().v3.get(&path) {
         return cached(&served.bytes, &served.hash, asked, &headers, &path);
+    }
+    if let Some(body) = crate::apiextensions::openapi::document(&state.custom, &path) {
+        let hash = crate::apiextensions::openapi::hash(&body);
+        let bytes = serde_json::to_vec(&body).unwrap_or_default();
+        return cached(&bytes, &hash, asked, &headers, &path);
     }
     match extra::documents().into_iter().find(|(p, _)| *p == path) {
         Some((_, served)) => cached(&served.bytes, &served.hash, asked, &headers, &path),

@@ -112,6 +112,10 @@ pub fn plan(kind: &str, object: &Value, requested: Option<i64>, now: Timestamp) 
     if kind == "Namespace" {
         return plan_namespace(object, now);
     }
+    // A CRD waits for its objects: `apiextensions/crd.rs` adds the cleanup finalizer.
+    if kind == "CustomResourceDefinition" {
+        return crate::apiextensions::crd::plan_delete(object, now);
+    }
     // The pod rule lives in `minik_api::grace`, shared with the kubelet.
     let grace = if kind == "Pod" {
         grace::delete_grace(object, requested)

@@ -72,6 +72,8 @@ pub fn has_status_subresource(kind: &str) -> bool {
             | "PersistentVolumeClaim"
             | "HorizontalPodAutoscaler"
             | "APIService"
+            // CustomResourceDefinitions (issue 21).
+            | "CustomResourceDefinition"
     )
 }
 
@@ -178,6 +180,7 @@ pub fn prepare_create(
         "PersistentVolume" => storage_kinds::prepare_create_volume(object)?,
         "PersistentVolumeClaim" => storage_kinds::prepare_create_claim(object)?,
         "StorageClass" => storage_kinds::prepare_create_class(object)?,
+        "CustomResourceDefinition" => crate::apiextensions::crd::prepare_create(object)?,
         kind => normalize(object, kind)?,
     };
     check_size(&object)?;
@@ -263,6 +266,7 @@ pub fn prepare_update(
         "PersistentVolume" => storage_kinds::prepare_update_volume(object)?,
         "PersistentVolumeClaim" => storage_kinds::prepare_update_claim(object, old)?,
         "StorageClass" => storage_kinds::prepare_update_class(object, old)?,
+        "CustomResourceDefinition" => crate::apiextensions::crd::prepare_update(object, old)?,
         kind => normalize(object, kind)?,
     };
     bump_generation(&mut object, old, info.kind);

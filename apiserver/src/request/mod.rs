@@ -12,7 +12,8 @@
 //! - [`selection`]: label and field selectors applied to stored objects.
 //!
 //! Storage keys follow etcd's layout: `/registry/{plural}/{namespace}/{name}`, or
-//! `/registry/{plural}/{name}` for cluster-scoped kinds.
+//! `/registry/{plural}/{name}` for cluster-scoped kinds; a custom kind's plural is prefixed with
+//! its group (`/registry/stable.example.com/crontabs/…`), as upstream's CRD storage does.
 
 pub mod body;
 pub mod query;
@@ -20,7 +21,7 @@ pub mod selection;
 
 use axum::body::Bytes;
 use axum::http::HeaderMap;
-use minik_api::resource::{by_plural, ResourceInfo};
+use minik_api::resource::{by_plural, is_builtin, ResourceInfo};
 
 use query::Params;
 
@@ -41,9 +42,18 @@ pub struct Target {
 pub fn storage_key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {
     match namespace {
         Some(namespace) if info.namespaced => {
-            format!("/registry/{}/{namespace}/{name}", info.plural)
+            format!("/registry/{}/{namespace}/{name}", key_resource(info))
         }
-        _ => format!("/registry/{}/{name}", info.plural),
+        _ => format!("/registry/{}/{name}", key_resource(info)),
+    }
+}
+
+/// The resource part of a key: the plural, or `group/plural` for a custom kind.
+fn key_resource(info: &ResourceInfo) -> String {
+    if is_builtin(info) {
+        info.plural.to_string()
+    } else {
+        format!("{}/{}", info.group(), info.plural)
     }
 }
 
@@ -61,9 +71,9 @@ impl Target {
     pub fn prefix(&self) -> String {
         match &self.namespace {
             Some(namespace) if self.info.namespaced => {
-                format!("/registry/{}/{namespace}/", self.info.plural)
+                format!("/registry/{}/{namespace}/", key_resource(self.info))
             }
-            _ => format!("/registry/{}/", self.info.plural),
+            _ => format!("/registry/{}/", key_resource(self.info)),
         }
     }
 
@@ -75,10 +85,19 @@ impl Target {
 
 /// Parses the segments after `/api/v1` or `/apis/{group}/{version}`.
 pub fn parse_target(group: &str, rest: &str) -> Option<Target> {
+    parse_target_with(rest, |plural| by_plural(group, plural))
+}
+
+/// Parses the segments after the group version, `lookup` finding the kind of a plural (custom
+/// kinds are found in the server's table, `apiextensions/kinds.rs`).
+pub fn parse_target_with(
+    rest: &str,
+    lookup: impl Fn(&str) -> Option<&'static ResourceInfo>,
+) -> Option<Target> {
     let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     let owned = |s: Option<&&str>| s.map(|s| s.to_string());
     if segments.len() >= 3 && segments[0] == "namespaces" {
-        if let Some(info) = by_plural(group, segments[2]).filter(|info| info.namespaced) {
+        if let Some(info) = lookup(segments[2]).filter(|info| info.namespaced) {
             if segments.len() > 5 {
                 return None;
             }
@@ -90,7 +109,7 @@ pub fn parse_target(group: &str, rest: &str) -> Option<Target> {
             });
         }
     }
-    let info = by_plural(group, segments.first()?)?;
+    let info = lookup(segments.first()?)?;
     if segments.len() > 3 || (info.namespaced && segments.len() > 1) {
         return None;
     }

@@ -56,8 +56,8 @@ pub fn require_active(state: &AppState, namespace: &str) -> ApiResult<()> {
 /// Returns the namespace's latest state.
 pub async fn delete_contents(state: &AppState, namespace: &str, marked: Value) -> ApiResult<Value> {
     let options = DeleteOptions::default();
-    for info in RESOURCES.iter().filter(|info| info.namespaced) {
-        let prefix = format!("/registry/{}/{namespace}/", info.plural);
+    for info in namespaced_kinds(state) {
+        let prefix = storage_key(info, Some(namespace), "");
         let (records, _) = state
             .storage
             .list(&prefix)
@@ -84,6 +84,20 @@ pub async fn delete_contents(state: &AppState, namespace: &str, marked: Value) -
     Ok(finish_if_empty(state, namespace).await?.unwrap_or(marked))
 }
 
+/// The namespaced kinds a namespace may hold: the built-in ones and those of established CRDs.
+fn namespaced_kinds(state: &AppState) -> Vec<&'static minik_api::ResourceInfo> {
+    let custom = state
+        .custom
+        .storage_kinds()
+        .into_iter()
+        .map(|kind| kind.info);
+    RESOURCES
+        .iter()
+        .chain(custom)
+        .filter(|info| info.namespaced)
+        .collect()
+}
+
 /// Removes a terminating namespace once nothing is left in it; `Some(last state)` if removed.
 pub async fn finish_if_empty(state: &AppState, namespace: &str) -> ApiResult<Option<Value>> {
     let storage_error = |e| ApiError::from_storage(e, "namespaces", namespace);
@@ -97,8 +111,8 @@ pub async fn finish_if_empty(state: &AppState, namespace: &str) -> ApiResult<Opt
     if !is_terminating(&record.value) {
         return Ok(None);
     }
-    for info in RESOURCES.iter().filter(|info| info.namespaced) {
-        let prefix = format!("/registry/{}/{namespace}/", info.plural);
+    for info in namespaced_kinds(state) {
+        let prefix = storage_key(info, Some(namespace), "");
         if !state
             .storage
             .list(&prefix)
