@@ -65,6 +65,7 @@ pub mod request;
 pub mod server;
 mod storage;
 pub mod store;
+pub mod streaming;
 pub mod table;
 pub mod tls;
 pub mod watch;
@@ -258,6 +259,8 @@ pub struct Shared {
     pub(crate) security: auth::Security,
     /// How long a request body may take to arrive.
     pub(crate) body_read_timeout: Duration,
+    /// TLS towards the kubelets for the exec/attach upgrade proxy (`None`: plain http).
+    pub(crate) kubelet_connector: Option<tokio_rustls::TlsConnector>,
 }
 
 /// The state handlers receive.
@@ -405,6 +408,10 @@ pub async fn serve_with(
         kubelet_tls: options.kubelet_client.is_some(),
         security,
         body_read_timeout: options.body_read_timeout,
+        kubelet_connector: match &options.kubelet_client {
+            Some(files) => Some(streaming::kubelet_tls_connector(files)?),
+            None => None,
+        },
     });
     tokio::spawn(kubernetes_service::run(
         state.clone(),
@@ -494,6 +501,14 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/{*path}", get(openapi::document))
+        .route(
+            "/api/v1/namespaces/{namespace}/pods/{name}/exec",
+            any(streaming::exec),
+        )
+        .route(
+            "/api/v1/namespaces/{namespace}/pods/{name}/attach",
+            any(streaming::attach),
+        )
         .route("/api/v1/{*rest}", any(handlers::core_resource))
         .route(
             "/apis/{group}/{version}/{*rest}",

@@ -75,6 +75,7 @@ pub mod server;
 pub mod shim;
 pub mod sources;
 pub mod stats;
+pub mod streaming;
 pub mod status;
 pub mod sync_loop;
 pub mod terminate;
