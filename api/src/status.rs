@@ -155,7 +155,11 @@ mod tests {
 
     #[test]
     fn a_404_always_has_details_and_a_400_none_as_upstream() {
-        let generic = failure(404, "NotFound", "the server could not find the requested resource");
+        let generic = failure(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        );
         let json = serde_json::to_value(&generic).unwrap();
         assert_eq!(json["details"], serde_json::json!({}));
         let named = serde_json::to_value(not_found("deployments.apps", "web")).unwrap();

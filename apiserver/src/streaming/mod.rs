@@ -27,12 +27,20 @@ use crate::request::storage_key;
 use crate::AppState;
 
 /// `GET|POST /api/v1/namespaces/{ns}/pods/{name}/exec`.
-pub async fn exec(state: State<AppState>, path: Path<(String, String)>, request: Request) -> Response {
+pub async fn exec(
+    state: State<AppState>,
+    path: Path<(String, String)>,
+    request: Request,
+) -> Response {
     stream(state, path, request, "exec").await
 }
 
 /// `GET|POST /api/v1/namespaces/{ns}/pods/{name}/attach`.
-pub async fn attach(state: State<AppState>, path: Path<(String, String)>, request: Request) -> Response {
+pub async fn attach(
+    state: State<AppState>,
+    path: Path<(String, String)>,
+    request: Request,
+) -> Response {
     stream(state, path, request, "attach").await
 }
 
@@ -58,17 +66,30 @@ async fn proxy(
     authorize_create(state, &request)?;
     let pairs = query_pairs(request.uri().query().unwrap_or(""));
     let pod = load_pod(state, namespace, name)?;
-    let requested = pairs.iter().find(|(k, _)| k == "container").map(|(_, v)| v.as_str());
+    let requested = pairs
+        .iter()
+        .find(|(k, _)| k == "container")
+        .map(|(_, v)| v.as_str());
     let container = crate::logs::resolve_container(&pod, requested)?;
-    let phase = pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+    let phase = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.clone())
+        .unwrap_or_default();
     if phase == "Succeeded" || phase == "Failed" {
         return Err(ApiError::bad_request(format!(
             "cannot {subresource} into a container in a completed pod; current phase is {phase}"
         )));
     }
-    let node = pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+    let node = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .unwrap_or_default();
     if node.is_empty() {
-        return Err(ApiError::bad_request(format!("pod {name} does not have a host assigned")));
+        return Err(ApiError::bad_request(format!(
+            "pod {name} does not have a host assigned"
+        )));
     }
     let port = kubelet_port(state, &node)?;
     let path = format!(

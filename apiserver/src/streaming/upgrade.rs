@@ -59,11 +59,22 @@ pub fn kubelet_tls_connector(files: &KubeletClientFiles) -> std::io::Result<TlsC
 }
 
 /// Sends `request`'s upgrade to the kubelet on `port` as `path`, and answers with the kubelet's.
-pub async fn proxy(state: &AppState, port: i32, path: &str, mut request: Request) -> ApiResult<Response> {
+pub async fn proxy(
+    state: &AppState,
+    port: i32,
+    path: &str,
+    mut request: Request,
+) -> ApiResult<Response> {
     let unreachable = |e: &dyn std::fmt::Display| {
-        ApiError::from(status::failure(502, "InternalError", format!("failed to reach the kubelet: {e}")))
+        ApiError::from(status::failure(
+            502,
+            "InternalError",
+            format!("failed to reach the kubelet: {e}"),
+        ))
     };
-    let tcp = TcpStream::connect(("127.0.0.1", port as u16)).await.map_err(|e| unreachable(&e))?;
+    let tcp = TcpStream::connect(("127.0.0.1", port as u16))
+        .await
+        .map_err(|e| unreachable(&e))?;
     let mut upstream = axum::http::Request::builder()
         .method(Method::GET)
         .uri(path)
@@ -73,11 +84,16 @@ pub async fn proxy(state: &AppState, port: i32, path: &str, mut request: Request
             upstream = upstream.header(name, value);
         }
     }
-    let upstream = upstream.body(Empty::<Bytes>::new()).map_err(|e| unreachable(&e))?;
+    let upstream = upstream
+        .body(Empty::<Bytes>::new())
+        .map_err(|e| unreachable(&e))?;
     let mut answer = match &state.kubelet_connector {
         Some(connector) => {
             let name = ServerName::IpAddress(std::net::Ipv4Addr::LOCALHOST.into());
-            let tls = connector.connect(name, tcp).await.map_err(|e| unreachable(&e))?;
+            let tls = connector
+                .connect(name, tcp)
+                .await
+                .map_err(|e| unreachable(&e))?;
             send(tls, upstream).await
         }
         None => send(tcp, upstream).await,
@@ -117,7 +133,8 @@ async fn send<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(connection.with_upgrades());
     sender.send_request(request).await
 }

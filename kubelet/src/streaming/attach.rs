@@ -27,28 +27,41 @@ const POLL: Duration = Duration::from_millis(100);
 pub fn records(raw: &[u8]) -> (Vec<(u8, Vec<u8>)>, usize) {
     let complete = raw.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     let mut out = Vec::new();
-    for record in raw[..complete].split(|b| *b == b'\n').filter(|r| !r.is_empty()) {
+    for record in raw[..complete]
+        .split(|b| *b == b'\n')
+        .filter(|r| !r.is_empty())
+    {
         let mut parts = record.splitn(4, |b| *b == b' ');
         let (_time, stream, tag) = (parts.next(), parts.next(), parts.next());
         let mut content = parts.next().unwrap_or_default().to_vec();
         if tag != Some(b"P".as_slice()) {
             content.push(b'\n');
         }
-        let channel = if stream == Some(b"stderr".as_slice()) { channels::STDERR } else { channels::STDOUT };
+        let channel = if stream == Some(b"stderr".as_slice()) {
+            channels::STDERR
+        } else {
+            channels::STDOUT
+        };
         out.push((channel, content));
     }
     (out, complete)
 }
 
 /// Runs one attach session until the container exits, the client leaves or the kubelet stops.
-pub async fn run<S>(ws: WebSocketStream<S>, state: ServerState, target: ContainerStatus) -> Option<i32>
+pub async fn run<S>(
+    ws: WebSocketStream<S>,
+    state: ServerState,
+    target: ContainerStatus,
+) -> Option<i32>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (mut sink, mut source) = ws.split();
     let mut file = tokio::fs::File::open(&target.config.log_path).await.ok()?;
     let _ = file.seek(SeekFrom::End(0)).await;
-    let _ = sink.send(Message::binary(channels::frame(channels::STDOUT, &[]))).await;
+    let _ = sink
+        .send(Message::binary(channels::frame(channels::STDOUT, &[])))
+        .await;
     let mut pending = Vec::new();
     loop {
         let status = state.runtime.container_status(&target.id).map(|c| c.state);
@@ -56,7 +69,11 @@ where
         let (frames, consumed) = records(&pending);
         pending.drain(..consumed);
         for (channel, data) in frames {
-            if sink.send(Message::binary(channels::frame(channel, &data))).await.is_err() {
+            if sink
+                .send(Message::binary(channels::frame(channel, &data)))
+                .await
+                .is_err()
+            {
                 return None;
             }
         }
@@ -66,7 +83,12 @@ where
                 _ => 137,
             };
             let status = channels::exit_status(code).to_string();
-            let _ = sink.send(Message::binary(channels::frame(channels::ERROR, status.as_bytes()))).await;
+            let _ = sink
+                .send(Message::binary(channels::frame(
+                    channels::ERROR,
+                    status.as_bytes(),
+                )))
+                .await;
             let _ = sink.send(channels::normal_close()).await;
             return Some(code);
         }
@@ -91,8 +113,14 @@ mod tests {
         let (frames, consumed) = records(raw);
         assert_eq!(
             frames,
-            vec![(channels::STDOUT, b"hello\n".to_vec()), (channels::STDERR, b"par".to_vec())]
+            vec![
+                (channels::STDOUT, b"hello\n".to_vec()),
+                (channels::STDERR, b"par".to_vec())
+            ]
         );
-        assert_eq!(consumed, raw.len() - "2024-01-01T00:00:00Z stdout F ha".len());
+        assert_eq!(
+            consumed,
+            raw.len() - "2024-01-01T00:00:00Z stdout F ha".len()
+        );
     }
 }

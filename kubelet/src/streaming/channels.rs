@@ -51,7 +51,9 @@ pub enum Incoming<'a> {
 pub fn decode(message: &[u8]) -> Incoming<'_> {
     match message.split_first() {
         Some((&STDIN, data)) => Incoming::Stdin(data),
-        Some((&RESIZE, data)) => resize(data).map_or(Incoming::Ignored, |(w, h)| Incoming::Resize(w, h)),
+        Some((&RESIZE, data)) => {
+            resize(data).map_or(Incoming::Ignored, |(w, h)| Incoming::Resize(w, h))
+        }
         Some((&CLOSE, [channel, ..])) => Incoming::Close(*channel),
         _ => Incoming::Ignored,
     }
@@ -111,7 +113,10 @@ mod tests {
     #[test]
     fn messages_decode_by_their_channel_byte() {
         assert_eq!(decode(&[0, b'h', b'i']), Incoming::Stdin(b"hi"));
-        assert_eq!(decode(b"\x04{\"Width\":80,\"Height\":24}"), Incoming::Resize(80, 24));
+        assert_eq!(
+            decode(b"\x04{\"Width\":80,\"Height\":24}"),
+            Incoming::Resize(80, 24)
+        );
         assert_eq!(decode(&[255, 0]), Incoming::Close(0));
         assert_eq!(decode(b"\x04{\"width\":80}"), Incoming::Ignored);
         assert_eq!(decode(&[]), Incoming::Ignored);

@@ -26,9 +26,17 @@ use spawn::ExecRequest;
 
 /// The exec options of a query (`command` repeated, the flags as `1`/`true`).
 pub fn exec_request(pairs: &[(String, String)]) -> ExecRequest {
-    let flag = |key: &str| pairs.iter().any(|(k, v)| k == key && matches!(v.as_str(), "1" | "true"));
+    let flag = |key: &str| {
+        pairs
+            .iter()
+            .any(|(k, v)| k == key && matches!(v.as_str(), "1" | "true"))
+    };
     ExecRequest {
-        argv: pairs.iter().filter(|(k, _)| k == "command").map(|(_, v)| v.clone()).collect(),
+        argv: pairs
+            .iter()
+            .filter(|(k, _)| k == "command")
+            .map(|(_, v)| v.clone())
+            .collect(),
         stdin: flag("input"),
         tty: flag("tty"),
     }
@@ -63,7 +71,8 @@ pub async fn exec(
     };
     let exec = exec_request(&pairs);
     let key = format!("{namespace}/{pod}");
-    let Some((target, pid)) = running_container(&state.runtime.list_containers(), &key, &container) else {
+    let Some((target, pid)) = running_container(&state.runtime.list_containers(), &key, &container)
+    else {
         let message = format!("container \"{container}\" in pod \"{pod}\" is not running");
         return (StatusCode::NOT_FOUND, message).into_response();
     };
@@ -97,7 +106,9 @@ pub async fn attach(
         Err(message) => return (StatusCode::BAD_REQUEST, message).into_response(),
     };
     let key = format!("{namespace}/{pod}");
-    let Some((target, _pid)) = running_container(&state.runtime.list_containers(), &key, &container) else {
+    let Some((target, _pid)) =
+        running_container(&state.runtime.list_containers(), &key, &container)
+    else {
         let message = format!("container \"{container}\" in pod \"{pod}\" is not running");
         return (StatusCode::NOT_FOUND, message).into_response();
     };
@@ -114,7 +125,12 @@ pub async fn attach(
 
 /// Checks a WebSocket upgrade request: (the `Sec-WebSocket-Accept` answer, the subprotocol).
 pub fn handshake(headers: &HeaderMap) -> Result<(String, &'static str), String> {
-    let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let text = |name: header::HeaderName| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    };
     if !text(header::UPGRADE).eq_ignore_ascii_case("websocket") {
         return Err("Upgrade request required: only WebSocket (v5.channel.k8s.io, v4.channel.k8s.io) is served".into());
     }
@@ -133,7 +149,10 @@ fn switching_protocols(accept: &str, protocol: &'static str) -> Response {
     let headers = response.headers_mut();
     headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
     headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-    headers.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(protocol));
+    headers.insert(
+        header::SEC_WEBSOCKET_PROTOCOL,
+        HeaderValue::from_static(protocol),
+    );
     if let Ok(value) = HeaderValue::from_str(accept) {
         headers.insert(header::SEC_WEBSOCKET_ACCEPT, value);
     }
@@ -146,10 +165,16 @@ mod tests {
 
     #[test]
     fn the_query_names_the_command_in_order_and_the_streams() {
-        let pairs: Vec<(String, String)> = [("command", "sh"), ("input", "1"), ("command", "-c"), ("tty", "1"), ("command", "exit 3")]
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let pairs: Vec<(String, String)> = [
+            ("command", "sh"),
+            ("input", "1"),
+            ("command", "-c"),
+            ("tty", "1"),
+            ("command", "exit 3"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
         let request = exec_request(&pairs);
         assert_eq!(request.argv, ["sh", "-c", "exit 3"]);
         assert!(request.stdin && request.tty);
@@ -159,8 +184,14 @@ mod tests {
     fn only_websocket_upgrades_with_a_known_protocol_are_answered() {
         let mut headers = HeaderMap::new();
         headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-        headers.insert(header::SEC_WEBSOCKET_KEY, HeaderValue::from_static("dGhlIHNhbXBsZSBub25jZQ=="));
-        headers.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("v5.channel.k8s.io"));
+        headers.insert(
+            header::SEC_WEBSOCKET_KEY,
+            HeaderValue::from_static("dGhlIHNhbXBsZSBub25jZQ=="),
+        );
+        headers.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_static("v5.channel.k8s.io"),
+        );
         let (accept, protocol) = handshake(&headers).unwrap();
         // RFC 6455's own example key and answer.
         assert_eq!(accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");

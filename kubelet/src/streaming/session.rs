@@ -18,7 +18,11 @@ use super::spawn::{self, Started};
 type Writer = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// Runs the session to its end; returns the exit code (`None`: the client left first).
-pub async fn run<S>(ws: WebSocketStream<S>, started: Started, shutdown: CancellationToken) -> Option<i32>
+pub async fn run<S>(
+    ws: WebSocketStream<S>,
+    started: Started,
+    shutdown: CancellationToken,
+) -> Option<i32>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -32,13 +36,21 @@ where
         reader.map(|r| tokio::spawn(pump(r, channels::STDOUT, tx.clone())));
         stdin = writer.map(|w| Box::new(w) as Writer);
     } else {
-        child.stdout.take().map(|r| tokio::spawn(pump(r, channels::STDOUT, tx.clone())));
-        child.stderr.take().map(|r| tokio::spawn(pump(r, channels::STDERR, tx.clone())));
+        child
+            .stdout
+            .take()
+            .map(|r| tokio::spawn(pump(r, channels::STDOUT, tx.clone())));
+        child
+            .stderr
+            .take()
+            .map(|r| tokio::spawn(pump(r, channels::STDERR, tx.clone())));
         stdin = child.stdin.take().map(|w| Box::new(w) as Writer).or(stdin);
     }
     drop(tx);
     // As upstream, an empty first frame tells the client the stream is set up.
-    let _ = sink.send(Message::binary(channels::frame(channels::STDOUT, &[]))).await;
+    let _ = sink
+        .send(Message::binary(channels::frame(channels::STDOUT, &[])))
+        .await;
     let group = child.id();
     loop {
         tokio::select! {
@@ -77,7 +89,12 @@ where
     // What the command left behind in its group goes with it.
     kill_group(group);
     let status = channels::exit_status(code).to_string();
-    let _ = sink.send(Message::binary(channels::frame(channels::ERROR, status.as_bytes()))).await;
+    let _ = sink
+        .send(Message::binary(channels::frame(
+            channels::ERROR,
+            status.as_bytes(),
+        )))
+        .await;
     let _ = sink.send(channels::normal_close()).await;
     Some(code)
 }
@@ -95,12 +112,18 @@ async fn pump(mut reader: impl AsyncRead + Unpin, channel: u8, tx: mpsc::Sender<
 /// Kills the exec's process group (its own group or session, made in the child).
 fn kill_group(pid: Option<u32>) {
     if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }
 
 /// The shell convention: the exit code, or 128 + N after death by signal N.
 fn exit_code_of(status: std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
-    status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(128)
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(128)
 }

@@ -55,7 +55,11 @@ impl Enter {
             Ok(std::fs::metadata(theirs(name))?.ino() != ours)
         };
         let open = |path: PathBuf| File::open(path).map(OwnedFd::from);
-        let user = if differs("user")? { Some(open(theirs("user"))?) } else { None };
+        let user = if differs("user")? {
+            Some(open(theirs("user"))?)
+        } else {
+            None
+        };
         let (mount, root) = if differs("mnt")? {
             let root = open(PathBuf::from(format!("/proc/{pid}/root")))?;
             (Some(open(theirs("mnt"))?), Some(root))
@@ -85,9 +89,13 @@ pub fn spawn(config: &ContainerConfig, pid: u32, request: &ExecRequest) -> io::R
             .stderr(Stdio::from(terminal));
         Some(controller)
     } else {
-        cmd.stdin(if request.stdin { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.stdin(if request.stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
         None
     };
     enter_in_child(&mut cmd, enter, working_dir, request.tty);
@@ -116,7 +124,13 @@ fn enter_in_child(
     let hook = move || -> io::Result<()> {
         // The fds stay open in the parent's `Enter` until the spawn returns.
         let _keep = &enter;
-        let check = |rc: libc::c_int| if rc == -1 { Err(io::Error::last_os_error()) } else { Ok(()) };
+        let check = |rc: libc::c_int| {
+            if rc == -1 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        };
         // SAFETY: only async-signal-safe syscalls on fds and a C string prepared before the fork.
         unsafe {
             if let Some(fd) = user {
@@ -166,9 +180,17 @@ fn open_pty() -> io::Result<(File, OwnedFd)> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: openpty just opened both; nothing else owns them.
-    let (controller, terminal) = unsafe { (OwnedFd::from_raw_fd(controller), OwnedFd::from_raw_fd(terminal)) };
+    let (controller, terminal) = unsafe {
+        (
+            OwnedFd::from_raw_fd(controller),
+            OwnedFd::from_raw_fd(terminal),
+        )
+    };
     for fd in [&controller, &terminal] {
-        nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))?;
+        nix::fcntl::fcntl(
+            fd,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        )?;
     }
     Ok((File::from(controller), terminal))
 }
@@ -176,7 +198,12 @@ fn open_pty() -> io::Result<(File, OwnedFd)> {
 /// Sets the terminal's size (a resize message, channel 4).
 #[allow(unsafe_code)]
 pub fn resize(pty: &File, width: u16, height: u16) -> io::Result<()> {
-    let size = libc::winsize { ws_row: height, ws_col: width, ws_xpixel: 0, ws_ypixel: 0 };
+    let size = libc::winsize {
+        ws_row: height,
+        ws_col: width,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
     // SAFETY: TIOCSWINSZ reads one winsize from the pointer, which lives across the call.
     let rc = unsafe { libc::ioctl(pty.as_raw_fd(), libc::TIOCSWINSZ, &size) };
     if rc == -1 {
