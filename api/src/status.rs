@@ -7,13 +7,18 @@
 
 use crate::meta::{Status, StatusCause, StatusDetails};
 
-/// A failure `Status` with a reason, an HTTP code and a message.
+/// A failure `Status` with a reason, an HTTP code and a message. Where upstream's constructor
+/// always fills `details` (NotFound, Forbidden, MethodNotSupported, conflicts, Invalid, internal
+/// errors and timeouts), the Status carries them, empty until a caller names the object: clients
+/// read `details` without checking (kubectl debug takes `details.name` of any 404).
 pub fn failure(code: u16, reason: &str, message: impl Into<String>) -> Status {
+    let has_details = matches!(code, 403 | 404 | 405 | 409 | 422 | 500 | 504);
     Status {
         status: Some("Failure".to_string()),
         code: Some(i32::from(code)),
         reason: Some(reason.to_string()),
         message: Some(message.into()),
+        details: has_details.then(StatusDetails::default),
         ..Status::default()
     }
 }
@@ -146,6 +151,24 @@ mod tests {
         assert_eq!(status.code, Some(404));
         assert_eq!(status.reason.as_deref(), Some("NotFound"));
         assert_eq!(status.message.as_deref(), Some("pods \"web\" not found"));
+    }
+
+    #[test]
+    fn a_404_always_has_details_and_a_400_none_as_upstream() {
+        let generic = failure(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        );
+        let json = serde_json::to_value(&generic).unwrap();
+        assert_eq!(json["details"], serde_json::json!({}));
+        let named = serde_json::to_value(not_found("deployments.apps", "web")).unwrap();
+        assert_eq!(
+            named["details"],
+            serde_json::json!({"name": "web", "group": "apps", "kind": "deployments"})
+        );
+        assert!(bad_request("x").details.is_none());
+        assert!(expired("x").details.is_none());
     }
 
     #[test]

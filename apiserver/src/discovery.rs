@@ -159,6 +159,10 @@ pub fn resource_list(group_version: &str) -> Value {
         if info.kind == "Pod" {
             resources.push(subresource_entry(info, "binding", "Binding", &["create"]));
             resources.push(subresource_entry(info, "log", "Pod", &["get"]));
+            // Upstream's streaming subresources answer get and create (WebSocket and SPDY).
+            for (stream, kind) in [("exec", "PodExecOptions"), ("attach", "PodAttachOptions")] {
+                resources.push(subresource_entry(info, stream, kind, &["create", "get"]));
+            }
             // kubectl drain looks for this entry, and takes the Eviction's group version from it.
             let mut eviction = subresource_entry(info, "eviction", "Eviction", &["create"]);
             eviction["group"] = json!("policy");

@@ -68,6 +68,7 @@ pub mod request;
 pub mod server;
 mod storage;
 pub mod store;
+pub mod streaming;
 pub mod table;
 pub mod tls;
 pub mod watch;
@@ -263,6 +264,8 @@ pub struct Shared {
     pub(crate) body_read_timeout: Duration,
     /// The custom kinds established CRDs add (`apiextensions/`).
     pub(crate) custom: apiextensions::Kinds,
+    /// TLS towards the kubelets for the exec/attach upgrade proxy (`None`: plain http).
+    pub(crate) kubelet_connector: Option<tokio_rustls::TlsConnector>,
 }
 
 /// The state handlers receive.
@@ -411,6 +414,10 @@ pub async fn serve_with(
         security,
         body_read_timeout: options.body_read_timeout,
         custom: apiextensions::Kinds::default(),
+        kubelet_connector: match &options.kubelet_client {
+            Some(files) => Some(streaming::kubelet_tls_connector(files)?),
+            None => None,
+        },
     });
     tokio::spawn(apiextensions::controller::run(state.clone()));
     tokio::spawn(kubernetes_service::run(
@@ -504,6 +511,14 @@ pub fn router(state: AppState) -> Router {
         .route("/openapi/v2", get(openapi::v2))
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/{*path}", get(openapi::document))
+        .route(
+            "/api/v1/namespaces/{namespace}/pods/{name}/exec",
+            any(streaming::exec),
+        )
+        .route(
+            "/api/v1/namespaces/{namespace}/pods/{name}/attach",
+            any(streaming::attach),
+        )
         .route("/api/v1/{*rest}", any(handlers::core_resource))
         .route(
             "/apis/{group}/{version}/{*rest}",

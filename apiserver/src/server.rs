@@ -129,7 +129,9 @@ where
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(header_read_timeout);
-    let connection = builder.serve_connection(io, TowerToHyperService::new(service));
+    let connection = builder
+        .serve_connection(io, TowerToHyperService::new(service))
+        .with_upgrades();
     tokio::pin!(connection);
     tokio::select! {
         result = connection.as_mut() => result,

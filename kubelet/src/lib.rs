@@ -77,6 +77,7 @@ pub mod shim;
 pub mod sources;
 pub mod stats;
 pub mod status;
+pub mod streaming;
 pub mod sync_loop;
 pub mod terminate;
 pub mod volumes;

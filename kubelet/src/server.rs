@@ -82,6 +82,14 @@ pub fn router(state: ServerState) -> Router {
             get(container_logs),
         )
         .route("/stats/summary", get(stats_summary))
+        .route(
+            "/exec/{namespace}/{pod}/{container}",
+            get(crate::streaming::exec).post(crate::streaming::exec),
+        )
+        .route(
+            "/attach/{namespace}/{pod}/{container}",
+            get(crate::streaming::attach).post(crate::streaming::attach),
+        )
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::authorize,

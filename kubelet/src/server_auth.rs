@@ -241,7 +241,8 @@ pub async fn serve_tls(
             let app = app.layer(axum::Extension(PeerUser(user)));
             let service = hyper_util::service::TowerToHyperService::new(app);
             let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service);
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
             tokio::select! {
                 result = connection => if let Err(error) = result {
                     debug!(%error, "kubelet connection ended with an error");
