@@ -14,8 +14,8 @@ use crate::config::resolve;
 /// `minik demo [create|race|hooks|rollout|rainbow|job]`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DemoArgs {
-    /// Which part to run; create, race and hooks when left out (rollout and rainbow run only when
-    /// named, about a minute each).
+    /// Which part to run; create, race and hooks when left out (rollout, rainbow and job run only
+    /// when named, about a minute each).
     #[arg(value_enum)]
     pub part: Option<Part>,
     /// Use a running cluster instead of starting a private one.
