@@ -1,4 +1,4 @@
-//! `minik demo rollout`, `rainbow` and `race`, end to end at a high `--speed` and small sizes:
+//! `minik demo rollout`, `rainbow`, `race` and `job`, end to end at a high `--speed` and small sizes:
 //! the counts each report gives are the seeds' claims (seed 002: old pods Terminating beside
 //! new ones, rainbow deployments cut no connection; seed 003: the slowest consumer of endpoint
 //! changes decides how long preStop must wait).
@@ -144,4 +144,46 @@ fn race_marks_every_consumer_and_a_long_enough_pre_stop_loses_nothing() {
         "without preStop, requests fail through the balancer: {plain}"
     );
     assert_eq!(with_pre_stop["failed"].as_u64(), Some(0), "{with_pre_stop}");
+}
+
+#[test]
+fn job_worker_without_a_checkpoint_starts_over_and_with_one_resumes() {
+    let results = demo(&["job", "--speed", "8"]);
+    let runs = results["job"]["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        // Two pods ran, the Job counted one success and one failure (the deleted pod), and the
+        // work was reported done once.
+        assert_eq!(run["pods"].as_u64(), Some(2), "{run}");
+        assert_eq!(run["succeeded"].as_u64(), Some(1), "{run}");
+        assert_eq!(run["failed"].as_u64(), Some(1), "{run}");
+        assert_eq!(run["done_lines"].as_u64(), Some(1), "{run}");
+        assert!(run["done_by_first"].as_u64().unwrap() >= 8, "{run}");
+        // podReplacementPolicy Failed: the replacement is created once pod 1 is Failed.
+        let marks = run["timeline"]["marks"].as_array().unwrap();
+        let at = |event: &str| {
+            marks
+                .iter()
+                .find(|m| m["event"] == event)
+                .unwrap_or_else(|| panic!("{event} not marked: {marks:?}"))["t_ms"]
+                .as_f64()
+                .unwrap()
+        };
+        assert!(at("pod 2 created") > at("pod 1 Failed"), "{marks:?}");
+        assert!(
+            at("job Complete") > at("pod 2 done (20 units)"),
+            "{marks:?}"
+        );
+    }
+    let (plain, checkpoint) = (&runs[0], &runs[1]);
+    assert_eq!(plain["checkpoint"], Value::Null, "{plain}");
+    assert_eq!(plain["resumed_from"].as_u64(), Some(0), "{plain}");
+    assert_eq!(plain["units_lost"], plain["done_by_first"], "{plain}");
+    assert!(plain["units_run"].as_u64().unwrap() >= 28, "{plain}");
+    assert_eq!(
+        checkpoint["resumed_from"], checkpoint["checkpoint"],
+        "{checkpoint}"
+    );
+    assert_eq!(checkpoint["units_lost"].as_u64(), Some(0), "{checkpoint}");
+    assert_eq!(checkpoint["units_run"].as_u64(), Some(20), "{checkpoint}");
 }

@@ -4,7 +4,8 @@
 //!
 //! The script is `tests/clients/python/lifecycle.py`; the interpreter comes from `MINIK_PYTHON`
 //! (`.ci/run` makes a venv with `kubernetes==37.0.2`). Skipped with a notice when it is missing,
-//! except under CI.
+//! except under CI. `tests/clients/python/workloads.py` drives the workload kinds (Job, CronJob,
+//! ReplicationController, DaemonSet, Deployment) the way the client's own e2e tests do, and more.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -22,11 +23,37 @@ async fn python_client_creates_watches_patches_and_deletes_a_pod() {
         .start()
         .await
         .expect("start cluster");
+    let stdout = run_script(&python, &cluster, "lifecycle.py").await;
+    assert!(stdout.contains("python client: ok"), "{stdout}");
+    stop_clean(cluster).await;
+}
+
+#[tokio::test]
+async fn python_client_drives_jobs_cronjobs_rcs_daemonsets_and_deployments() {
+    let Some(python) = python_binary() else {
+        return;
+    };
+    let cluster = minik_tests::Cluster::builder()
+        .nodes(1)
+        .start()
+        .await
+        .expect("start cluster");
+    let stdout = run_script(&python, &cluster, "workloads.py").await;
+    assert!(stdout.contains("passed 5/5"), "{stdout}");
+    stop_clean(cluster).await;
+}
+
+/// Runs `tests/clients/python/SCRIPT KUBECONFIG` and returns its stdout; it must exit 0 in 120 s.
+async fn run_script(
+    python: &std::path::Path,
+    cluster: &minik_tests::Cluster,
+    script: &str,
+) -> String {
     // Only the kubeconfig is used: the same file kubectl reads.
-    let config = Kubectl::new("kubectl".into(), &cluster);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/python/lifecycle.py");
-    let run = tokio::process::Command::new(&python)
-        .arg(script)
+    let config = Kubectl::new("kubectl".into(), cluster);
+    let script = format!("{}/clients/python/{script}", env!("CARGO_MANIFEST_DIR"));
+    let run = tokio::process::Command::new(python)
+        .arg(&script)
         .arg(config.kubeconfig())
         .stdin(Stdio::null())
         .kill_on_drop(true)
@@ -35,12 +62,11 @@ async fn python_client_creates_watches_patches_and_deletes_a_pod() {
         .await
         .expect("the python client finished in time")
         .expect("run python");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "python failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+        "python {script} failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
     );
-    assert!(stdout.contains("python client: ok"), "{stdout}");
-    stop_clean(cluster).await;
+    stdout
 }

@@ -11,11 +11,11 @@ use minik_lab::demo::DemoOptions;
 use super::resources::GlobalFlags;
 use crate::config::resolve;
 
-/// `minik demo [create|race|hooks|rollout|rainbow]`.
+/// `minik demo [create|race|hooks|rollout|rainbow|job]`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DemoArgs {
-    /// Which part to run; create, race and hooks when left out (rollout and rainbow run only when
-    /// named, about a minute each).
+    /// Which part to run; create, race and hooks when left out (rollout, rainbow and job run only
+    /// when named, about a minute each).
     #[arg(value_enum)]
     pub part: Option<Part>,
     /// Use a running cluster instead of starting a private one.
@@ -40,7 +40,7 @@ pub struct DemoArgs {
     /// Long-lived connections the rainbow part holds open.
     #[arg(long, default_value_t = 20)]
     pub connections: usize,
-    /// Divide every duration of rollout and rainbow by this (default 4: about a minute each;
+    /// Divide every duration of rollout, rainbow and job by this (default 4: about a minute each;
     /// 1 is the seed's real time).
     #[arg(long)]
     pub speed: Option<f64>,
@@ -84,6 +84,8 @@ pub enum Part {
     Rollout,
     /// Long-lived connections: a rolling update, then a rainbow deployment.
     Rainbow,
+    /// A Job's pod deleted mid-run, without and with a SIGTERM checkpoint.
+    Job,
 }
 
 impl From<Part> for minik_lab::demo::Part {
@@ -94,6 +96,7 @@ impl From<Part> for minik_lab::demo::Part {
             Part::Hooks => minik_lab::demo::Part::Hooks,
             Part::Rollout => minik_lab::demo::Part::Rollout,
             Part::Rainbow => minik_lab::demo::Part::Rainbow,
+            Part::Job => minik_lab::demo::Part::Job,
         }
     }
 }

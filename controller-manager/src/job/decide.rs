@@ -266,6 +266,27 @@ pub fn deadline_remaining(
     ))
 }
 
+/// `onlyReplaceFailedPods`: `podReplacementPolicy: Failed` (the default with a
+/// `podFailurePolicy`) — a deleted pod is replaced, and counted failed, only once it is Failed.
+pub fn only_replace_failed(job: &Job) -> bool {
+    job.spec.as_ref().is_some_and(|spec| {
+        spec.pod_replacement_policy.as_deref() == Some("Failed")
+            || spec.pod_failure_policy.is_some()
+    })
+}
+
+/// Pods to create (negative: to delete) (`manageJob`): the wanted active pods minus the active
+/// ones, and minus the terminating ones when only failed pods are replaced (they still hold
+/// their place).
+pub fn pods_missing(want: i32, counts: &Counts, only_replace_failed: bool) -> i32 {
+    let holding = if only_replace_failed {
+        counts.terminating
+    } else {
+        0
+    };
+    want - counts.active - holding
+}
+
 /// How many pods should be active (`manageJob`): none while suspended or decided; else up to
 /// `parallelism`, never more than the completions still missing. A work queue that had a success
 /// starts nothing new and lets its running pods finish.

@@ -208,3 +208,18 @@ fn a_decided_job_finishes_only_when_nothing_runs_or_waits_to_be_counted() {
     };
     assert!(!finish(&idle, &waiting));
 }
+
+#[test]
+fn with_replacement_policy_failed_a_terminating_pod_holds_its_place() {
+    let counts = Counts {
+        active: 0,
+        terminating: 1,
+        ..Counts::default()
+    };
+    assert_eq!(pods_missing(1, &counts, false), 1, "TerminatingOrFailed");
+    assert_eq!(pods_missing(1, &counts, true), 0, "Failed waits");
+    let mut job: Job = serde_json::from_value(json!({"spec": {"template": {}}})).unwrap();
+    assert!(!only_replace_failed(&job));
+    job.spec.as_mut().unwrap().pod_replacement_policy = Some("Failed".into());
+    assert!(only_replace_failed(&job));
+}

@@ -182,7 +182,8 @@ impl JobController {
             .collect();
         let mut result = Ok(());
         if self.expectations.satisfied(key) {
-            let diff = want - observed.counts.active;
+            let only_failed = decide::only_replace_failed(&job);
+            let diff = decide::pods_missing(want, &observed.counts, only_failed);
             if diff > 0 {
                 let wait = decide::backoff_remaining(
                     pods,

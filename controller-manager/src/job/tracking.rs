@@ -33,6 +33,10 @@ impl JobController {
         let deleting_is_ours = Wanted::of(&job).suspend || decided(&job);
         let released = self.released_uids();
         let mut fresh = decide::newly_finished(pods, &uncounted, &released, deleting_is_ours);
+        if decide::only_replace_failed(&job) {
+            // `isPodFailed`: with podReplacementPolicy Failed, a deleted pod fails at phase Failed.
+            fresh.failed.retain(|uid| !still_terminating(pods, uid));
+        }
         let policy = job.spec.as_ref().and_then(|s| s.pod_failure_policy.clone());
         let outcome = policy
             .map(|policy| failure_policy::apply(&policy, pods, &mut fresh))
@@ -162,6 +166,13 @@ pub(super) fn tracked_orphan(pod: &Pod, name: &str, live_uid: Option<&str>) -> b
 
 /// Records FailureTarget (reason PodFailurePolicy) with the FailJob rule's message; it is written
 /// with the uncounted pods, so a restarted controller still knows why the Job fails.
+/// Whether the pod `uid` is being deleted and has not ended yet.
+fn still_terminating(pods: &[&Pod], uid: &str) -> bool {
+    pods.iter().any(|pod| {
+        pod.metadata.uid.as_deref() == Some(uid) && decide::pod_state(pod) == PodState::Terminating
+    })
+}
+
 fn set_failure_target(job: &mut Job, message: &str) {
     let condition = minik_api::batch::JobCondition {
         type_: "FailureTarget".into(),

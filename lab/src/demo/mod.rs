@@ -9,11 +9,13 @@
 //!   ingress and the external load balancer, without and with a preStop sleep;
 //! - `hooks` (`hooks.rs`): seed 001's postStart/preStop/grace experiment, predicted and measured;
 //!
-//! and two longer ones, run only when named, their durations divided by `--speed`:
+//! and longer ones, run only when named, their durations divided by `--speed`:
 //!
 //! - `rollout` (`rollout.rs`): seed 002's rolling updates, old pods Terminating beside new ones;
 //! - `rainbow` (`rainbow.rs`): long-lived connections through a rolling update, then through a
-//!   rainbow deployment.
+//!   rainbow deployment;
+//! - `job` (`job.rs`): a Job's pod deleted mid-run, a worker without and with a SIGTERM
+//!   checkpoint: the work lost, the completions counted, the time to completion.
 //!
 //! Unless `--server` names a running cluster, each part starts a private cluster in a temporary
 //! directory (the same child processes `minik up` starts) and stops it afterwards, leaving
@@ -30,6 +32,9 @@ mod cluster;
 mod consumers;
 mod create;
 mod hooks;
+mod job;
+mod job_watch;
+mod job_worker;
 mod live;
 mod load;
 mod manifests;
@@ -143,6 +148,8 @@ pub enum Part {
     Rollout,
     /// Long-lived connections: a rolling update, then a rainbow deployment.
     Rainbow,
+    /// A Job's pod deleted mid-run, without and with a SIGTERM checkpoint.
+    Job,
 }
 
 /// Runs the demo: each part on its own cluster, narrated on stdout (or its results as JSON), and
@@ -179,6 +186,7 @@ pub async fn run(mut args: DemoOptions) -> crate::Result<()> {
     let title = match parts.as_slice() {
         [Part::Rollout] => "minik demo rollout: seed 002's rolling updates, measured",
         [Part::Rainbow] => "minik demo rainbow: long-lived connections, rolling vs rainbow",
+        [Part::Job] => "minik demo job: a batch pod deleted mid-run, without and with a checkpoint",
         _ => "minik demo: a pod's creation and deletion, measured",
     };
     std::fs::write(&path, report::render(title, &sections))?;

@@ -12,7 +12,7 @@ use serde_json::json;
 use super::cluster::{DemoCluster, Flags};
 use super::report::{self, Section};
 use super::{
-    chart, create, hooks, predict, race, rainbow, rainbow_report, rollout, DemoOptions, Part,
+    chart, create, hooks, job, predict, race, rainbow, rainbow_report, rollout, DemoOptions, Part,
 };
 
 /// The flags a part's private cluster runs with: the race's slow, non-retrying proxy, quick
@@ -60,6 +60,7 @@ pub async fn run_part(
         }
         Part::Race => race_part(args, cluster, narrate, results, sections).await?,
         Part::Hooks => hooks_part(args, cluster, narrate, results, sections).await?,
+        Part::Job => job_part(args, cluster, narrate, results, sections).await?,
         Part::Rollout => {
             let options = rollout::RolloutOptions {
                 speed: args.speed.unwrap_or(4.0),
@@ -202,6 +203,43 @@ async fn hooks_part(
         caption: "Relative to the delete.".into(),
         svg: report::timeline_svg(&result.termination, &[]),
     });
+    Ok(())
+}
+
+async fn job_part(
+    args: &DemoOptions,
+    cluster: &DemoCluster,
+    narrate: bool,
+    results: &mut Results,
+    sections: &mut Vec<Section>,
+) -> crate::Result<()> {
+    let options = job::JobOptions {
+        speed: args.speed.unwrap_or(4.0),
+        units: 20,
+        delete_after: 8,
+    };
+    if narrate {
+        println!(
+            "\n== job: a Job of {} units of work, its pod deleted after unit {}; every duration divided by {}",
+            options.units, options.delete_after, options.speed
+        );
+    }
+    let runs = job::run(&cluster.client, "default", &options, narrate).await?;
+    if narrate {
+        job::print_table(&runs);
+    }
+    results.insert("job".into(), json!({"speed": options.speed, "runs": runs}));
+    for run in runs {
+        sections.push(Section {
+            title: format!("job: {}", run.name),
+            caption: format!(
+                "Times after the Job was created. Pod 1 stopped after unit {}; pod 2 started at unit {}: {} units ({:.0} ms) lost, {}/{} units run, succeeded {}, failed {}, complete after {:.0} ms.",
+                run.cost.done_by_first, run.cost.resumed_from, run.cost.units_lost, run.work_lost_ms,
+                run.cost.units_run, run.units, run.succeeded, run.failed, run.completed_ms
+            ),
+            svg: report::timeline_svg(&run.timeline, &[]),
+        });
+    }
     Ok(())
 }
 
