@@ -172,12 +172,6 @@ impl ClusterBuilder {
         self
     }
 
-    /// More flags for every kubelet (`--cpu 2` for a node size).
-    pub fn kubelet_args(mut self, args: &[&str]) -> Self {
-        self.kubelet_args = args.iter().map(|a| a.to_string()).collect();
-        self
-    }
-
     /// Run the cluster autoscaler with its node group (off by default).
     pub fn autoscaler(mut self, config: minik_cluster_autoscaler::Config) -> Self {
         self.autoscaler = Some(config);
