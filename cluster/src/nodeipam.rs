@@ -54,12 +54,12 @@ pub fn cluster_cidr(config: &ClusterConfig) -> Result<Cidr> {
 pub fn node_cidr(config: &ClusterConfig, node: u8) -> Result<Cidr> {
     let cluster = cluster_cidr(config)?;
     let size = config.node_cidr_mask_size;
-    if !NODE_PREFIXES.contains(&size) || size < cluster.len() {
+    if !NODE_PREFIXES.contains(&size) || size < cluster.prefix_len() {
         return Err(Error::Start(format!(
             "--node-cidr-mask-size {size}: must be {} to {} and at least the cluster range's /{}",
             NODE_PREFIXES.start(),
             NODE_PREFIXES.end(),
-            cluster.len()
+            cluster.prefix_len()
         )));
     }
     cluster.subnet(size, u64::from(node)).ok_or_else(|| {
@@ -76,7 +76,7 @@ pub fn check(config: &ClusterConfig, max_pods: Option<u32>) -> Result<()> {
     if let Some(max) = max_pods.filter(|max| *max > block.hosts()) {
         return Err(Error::Start(format!(
             "--max-pods {max} does not fit a node's /{} pod CIDR ({} addresses): use a larger --node-cidr-mask-size",
-            block.len(),
+            block.prefix_len(),
             block.hosts()
         )));
     }

@@ -1,7 +1,8 @@
 //! The Kubernetes documentation's own examples, applied unmodified with `kubectl apply -f`
 //! (issue 18's done-when): the ConfigMap task (env from keys of two ConfigMaps, `envFrom`, a
 //! volume), the downward API in env, and the nginx Deployment + Service of "Connecting
-//! Applications with Services", answered through the Service. The YAML files are in
+//! Applications with Services", answered through the Service, a Secret volume and a native
+//! sidecar. The YAML files are in
 //! `tests/clients/manifests/`, each naming its page; each check is what that page says to expect.
 //! The volume example needs mount namespaces (volumes at their mountPath) and says so otherwise.
 
@@ -189,6 +190,59 @@ async fn the_nginx_deployment_and_service_answer_through_the_service() {
     assert!(
         body.contains("my-nginx-"),
         "answered by a my-nginx pod: {body}"
+    );
+    stop_clean(cluster).await;
+}
+
+/// "Distribute Credentials Securely Using Secrets": the Secret's keys are files in the nginx
+/// container's `/etc/secret-volume` (`username` is `my-app`), read here through the container's
+/// own root (`/proc/PID/root`) where the page uses `kubectl exec`; and the native sidecar example:
+/// the `logshipper` init container with `restartPolicy: Always` tails what `myapp` writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_secret_volume_and_the_sidecar_examples_run_as_the_docs_say() {
+    let Some(binary) = kubectl_binary() else {
+        return;
+    };
+    let cluster = crate::support::cluster().await;
+    if !mount_namespaces(&cluster).await {
+        eprintln!("skipped: no mount namespaces, volumes are not at their mountPath");
+        return stop_clean(cluster).await;
+    }
+    let kubectl = Kubectl::new(binary, &cluster);
+    apply(&kubectl, "secret.yaml").await;
+    apply(&kubectl, "secret-pod.yaml").await;
+    wait_for(&cluster.pods(), "secret-test-pod", pod::is_running, RUNNING)
+        .await
+        .expect("Running");
+    let process = cluster
+        .pod_processes("secret-test-pod")
+        .pop()
+        .expect("nginx");
+    let volume = PathBuf::from(format!("/proc/{}/root/etc/secret-volume", process.pid));
+    let read = |key: &str| std::fs::read_to_string(volume.join(key)).unwrap_or_default();
+    assert_eq!(
+        (read("username"), read("password")),
+        ("my-app".into(), "39528$vdg7Jb".into())
+    );
+
+    apply(&kubectl, "deployment-sidecar.yaml").await;
+    let status = kubectl
+        .ok(&["rollout", "status", "deployment/myapp", "--timeout=60s"])
+        .await;
+    assert!(status.contains("successfully rolled out"), "{status}");
+    let shipped = eventually("the sidecar's log", RUNNING, || async {
+        let log = kubectl
+            .ok(&["logs", "-l", "app=myapp", "-c", "logshipper"])
+            .await;
+        (log.lines().filter(|l| *l == "logging").count() >= 2).then_some(log)
+    })
+    .await
+    .expect("logshipper tails myapp's file");
+    // The sidecar starts first (it is an init container), so `tail -F` may see no file yet and say so.
+    let others = shipped.lines().filter(|l| *l != "logging");
+    assert!(
+        others.into_iter().all(|l| l.starts_with("tail: ")),
+        "{shipped}"
     );
     stop_clean(cluster).await;
 }

@@ -119,6 +119,7 @@ impl Fixture {
             log_path: self.log(name),
             mounts: None,
             pod_ip: None,
+            stop_grace_seconds: None,
         }
     }
 
