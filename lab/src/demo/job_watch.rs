@@ -20,9 +20,11 @@ use tokio::task::JoinHandle;
 use super::job_worker::{self, WorkerLine};
 use super::timeline::Lane;
 
+/// One change from either watch (boxed: a Job is larger than a Pod).
+#[allow(clippy::large_enum_variant)]
 enum Change {
     Pod(WatchEvent<Pod>),
-    Job(WatchEvent<Job>),
+    Job(Box<WatchEvent<Job>>),
 }
 
 /// The Job's pods and conditions as the watches reported them.
@@ -57,9 +59,11 @@ impl JobWatch {
         let job_stream = jobs
             .watch(&params.timeout(600), &version.unwrap_or_default())
             .await?
-            .filter_map(
-                |event| async move { event.ok().map(|e| (Change::Job(e), Timestamp::now())) },
-            );
+            .filter_map(|event| async move {
+                event
+                    .ok()
+                    .map(|e| (Change::Job(Box::new(e)), Timestamp::now()))
+            });
         Ok(JobWatch {
             stream: futures::stream::select(pod_stream, job_stream).boxed(),
             name: name.to_string(),
@@ -127,11 +131,12 @@ impl JobWatch {
                 let number = self.number(pod.metadata.name.as_deref().unwrap_or_default());
                 self.mark(Lane::Apiserver, format!("pod {number} removed"), at);
             }
-            Change::Job(WatchEvent::Added(job) | WatchEvent::Modified(job)) => {
-                if job.metadata.name.as_deref() == Some(&self.name)
-                    && self.complete.is_none()
-                    && is_complete(&job)
-                {
+            Change::Job(event) => {
+                let (WatchEvent::Added(job) | WatchEvent::Modified(job)) = *event else {
+                    return;
+                };
+                let ours = job.metadata.name.as_deref() == Some(&self.name);
+                if ours && self.complete.is_none() && is_complete(&job) {
                     self.complete = Some(at);
                     self.mark(Lane::Apiserver, "job Complete".to_string(), at);
                 }
