@@ -112,6 +112,9 @@ pub struct ClusterConfig {
     /// `127.244.1.0/24`). Clusters started side by side (the test harness) each take their own,
     /// so two pods of two clusters never hold the same address and port.
     pub pod_network: u8,
+    /// The apiserver's `--storage`: `memory` (`minik up --ephemeral`), `etcd://HOST:PORT[/PREFIX]`;
+    /// `None`: sled in the data directory.
+    pub storage: Option<String>,
 }
 
 impl Default for ClusterConfig {
@@ -143,6 +146,7 @@ impl Default for ClusterConfig {
             reap_leftovers: true,
             secure: true,
             pod_network: 244,
+            storage: None,
         }
     }
 }
