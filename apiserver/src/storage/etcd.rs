@@ -168,7 +168,7 @@ impl EtcdStorage {
             _ => None,
         });
         let prev = prev.ok_or_else(|| Error::NotFound(key.to_string()))?;
-        Ok(self.mirror.decode(&prev, revision)?)
+        self.mirror.decode(&prev, revision)
     }
 }
 

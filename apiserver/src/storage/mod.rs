@@ -26,6 +26,8 @@ pub mod etcd;
 mod etcd_mirror;
 #[cfg(test)]
 mod etcd_server;
+#[cfg(test)]
+mod etcd_tests;
 pub mod events;
 pub mod memory;
 pub mod sled;
