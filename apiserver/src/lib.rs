@@ -87,6 +87,7 @@ use tokio_util::sync::CancellationToken;
 use tower_http::limit::RequestBodyLimitLayer;
 
 pub use error::{Error, Result};
+pub use storage::spec::StorageSpec;
 use storage::Storage;
 
 /// Request bodies above this are refused with 413 (`MaxRequestBodyBytes`,
@@ -102,6 +103,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// How many recent events watches can resume from (older → 410 Expired).
     pub event_window: usize,
+    /// Which store: sled in `data_dir` (default), memory, or etcd (`--storage`).
+    pub storage: StorageSpec,
     /// How often a watch with `allowWatchBookmarks=true` gets a BOOKMARK.
     pub bookmark_interval: Duration,
     /// Serve HTTPS with these files (and authenticate every request); `None`: plain http.
@@ -124,6 +127,7 @@ impl Default for Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 6443)),
             data_dir: PathBuf::from("minik-data"),
             event_window: 10_000,
+            storage: StorageSpec::Sled,
             bookmark_interval: Duration::from_secs(60),
             tls: None,
             token_auth_file: None,
@@ -147,6 +151,10 @@ pub struct Args {
     /// Number of recent events kept for watches to resume from.
     #[arg(long, default_value_t = 10_000)]
     pub event_window: usize,
+    /// Where objects are stored: `sled` (durable, in --data-dir), `memory` (lost on stop) or
+    /// `etcd://HOST:PORT[/PREFIX]` (an etcd v3 cluster; several apiservers may share it).
+    #[arg(long, default_value = "sled")]
+    pub storage: StorageSpec,
     /// Interval between watch bookmarks (humantime: `60s`, `500ms`).
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub bookmark_interval: Duration,
@@ -202,6 +210,7 @@ impl Args {
             listen: self.listen,
             data_dir: self.data_dir,
             event_window: self.event_window,
+            storage: self.storage,
             bookmark_interval: self.bookmark_interval.max(Duration::from_millis(10)),
             tls: self
                 .tls_cert_file
@@ -289,9 +298,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         &config.data_dir,
         std::os::unix::fs::PermissionsExt::from_mode(0o700),
     )?;
-    let backend = StorageBackend::sled(&config.data_dir.join("sled"), config.event_window)?;
+    let backend = StorageBackend::open(&config, shutdown.clone()).await?;
     let listener = TcpListener::bind(config.listen).await?;
-    tracing::info!(data_dir = %config.data_dir.display(), event_window = config.event_window, "opened storage");
+    tracing::info!(data_dir = %config.data_dir.display(), storage = %config.storage, event_window = config.event_window, "opened storage");
     let options = ServeOptions {
         bookmark_interval: config.bookmark_interval,
         tls: config.tls,
@@ -321,6 +330,21 @@ impl StorageBackend {
     /// A store in memory, lost when the server stops: for tests and hollow clusters.
     pub fn memory(event_window: usize) -> Self {
         StorageBackend(Arc::new(storage::memory::MemoryStorage::new(event_window)))
+    }
+
+    /// The store `config.storage` names (sled under `config.data_dir`); an etcd store follows
+    /// etcd until `shutdown`.
+    pub async fn open(config: &Config, shutdown: CancellationToken) -> Result<Self> {
+        let window = config.event_window;
+        Ok(match &config.storage {
+            StorageSpec::Sled => Self::sled(&config.data_dir.join("sled"), window)?,
+            StorageSpec::Memory => Self::memory(window),
+            StorageSpec::Etcd { endpoint, prefix } => {
+                let store =
+                    storage::etcd::EtcdStorage::connect(endpoint, prefix, window, shutdown).await?;
+                StorageBackend(Arc::new(store))
+            }
+        })
     }
 
     /// The durable sled store in `dir`, keeping `event_window` events for watches to resume from.

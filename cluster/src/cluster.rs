@@ -120,6 +120,9 @@ pub struct ClusterConfig {
     pub cluster_cidr: Option<String>,
     /// The prefix length of each node's block (`--node-cidr-mask-size`, 16 to 28; default 24).
     pub node_cidr_mask_size: u8,
+    /// The apiserver's `--storage`: `memory` (`minik up --ephemeral`), `etcd://HOST:PORT[/PREFIX]`;
+    /// `None`: sled in the data directory.
+    pub storage: Option<String>,
 }
 
 impl Default for ClusterConfig {
@@ -154,6 +157,7 @@ impl Default for ClusterConfig {
             autoscaler: None,
             cluster_cidr: None,
             node_cidr_mask_size: crate::nodeipam::DEFAULT_NODE_CIDR_MASK_SIZE,
+            storage: None,
         }
     }
 }

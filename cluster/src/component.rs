@@ -162,6 +162,9 @@ impl Component {
                 flag("--listen", config.listen.to_string());
                 let data = config.data_dir.join("apiserver");
                 flag("--data-dir", data.display().to_string());
+                if let Some(storage) = &config.storage {
+                    flag("--storage", storage.clone());
+                }
                 if config.secure {
                     // ServiceAccount tokens: signed and verified with DATA/pki/sa.key, sa.pub.
                     let pki = crate::pki::Pki {

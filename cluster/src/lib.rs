@@ -36,6 +36,7 @@ pub mod control;
 pub mod dashboard;
 pub mod dns;
 pub mod drain;
+pub mod ephemeral;
 pub mod files;
 pub mod kubeconfig;
 pub mod node_group;

@@ -11,7 +11,9 @@
 //!   resume from any revision still in the window and gets `Expired` (410) for an older one;
 //! - a write is acknowledged only once it is **on disk** (writers are grouped into one flush).
 //!
-//! Implementations: `sled.rs` (durable, the default) and `memory.rs` (for handler tests).
+//! Implementations: `sled.rs` (durable, the default), `memory.rs` (handler tests, `--storage
+//! memory`) and `etcd.rs` (an etcd v3 cluster, read through `etcd_mirror.rs`); `spec.rs` parses
+//! the `--storage` flag that picks one.
 
 use std::sync::{Arc, OnceLock};
 
@@ -20,9 +22,16 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
+pub mod etcd;
+mod etcd_mirror;
+#[cfg(test)]
+mod etcd_server;
+#[cfg(test)]
+mod etcd_tests;
 pub mod events;
 pub mod memory;
 pub mod sled;
+pub mod spec;
 #[cfg(test)]
 mod tests;
 

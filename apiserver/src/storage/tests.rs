@@ -14,30 +14,65 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
+use super::etcd::EtcdStorage;
+use super::etcd_server::EtcdServer;
 use super::memory::MemoryStorage;
 use super::sled::SledStorage;
 use super::{Error, EventType, Revision, Storage, WatchStream};
 
-/// A backend under test plus whatever must outlive it (the sled directory).
+/// A backend under test plus whatever must outlive it (the sled directory, the etcd server and
+/// the token that stops the etcd mirror's watch; fields drop in this order).
 pub(super) struct Fixture {
     pub storage: Arc<dyn Storage>,
     pub _dir: Option<tempfile::TempDir>,
+    pub _stop: Option<tokio_util::sync::DropGuard>,
+    pub _etcd: Option<EtcdServer>,
 }
 
-pub(super) fn memory(window: usize, buffer: usize) -> Fixture {
-    Fixture {
-        storage: Arc::new(MemoryStorage::with_watcher_buffer(window, buffer)),
-        _dir: None,
+impl Fixture {
+    fn new(storage: Arc<dyn Storage>) -> Self {
+        Fixture {
+            storage,
+            _dir: None,
+            _stop: None,
+            _etcd: None,
+        }
     }
 }
 
-pub(super) fn sled(window: usize, buffer: usize) -> Fixture {
+pub(super) async fn memory(_: &str, window: usize, buffer: usize) -> Option<Fixture> {
+    let storage = MemoryStorage::with_watcher_buffer(window, buffer);
+    Some(Fixture::new(Arc::new(storage)))
+}
+
+pub(super) async fn sled(_: &str, window: usize, buffer: usize) -> Option<Fixture> {
     let dir = tempfile::tempdir().expect("tempdir");
     let storage = SledStorage::open_with(dir.path(), window, buffer).expect("open sled");
-    Fixture {
-        storage: Arc::new(storage),
+    Some(Fixture {
         _dir: Some(dir),
-    }
+        ..Fixture::new(Arc::new(storage))
+    })
+}
+
+/// A fresh etcd per test (`None`, after a SKIPPED line, where etcd is not installed), with the
+/// keys under a prefix as `--storage etcd://HOST:PORT/conformance` would put them.
+pub(super) async fn etcd(test: &str, window: usize, buffer: usize) -> Option<Fixture> {
+    let server = EtcdServer::start(test).await?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let storage = EtcdStorage::connect_with(
+        &server.endpoint,
+        "/conformance",
+        window,
+        buffer,
+        stop.clone(),
+    )
+    .await
+    .expect("connect to etcd");
+    Some(Fixture {
+        _stop: Some(stop.drop_guard()),
+        _etcd: Some(server),
+        ..Fixture::new(Arc::new(storage))
+    })
 }
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -252,8 +287,10 @@ pub(super) async fn concurrent_writers_reach_a_resumed_watcher_complete_and_in_o
 
 pub(super) async fn watch_before_the_window_fails_with_expired(f: Fixture) {
     let s = &f.storage;
+    // 0 for sled and memory; etcd starts at revision 1.
+    let base = s.current_revision();
     assert!(
-        s.watch("/", 0).is_ok(),
+        s.watch("/", base).is_ok(),
         "watching from the current revision of an empty store"
     );
     for i in 0..10 {
@@ -261,24 +298,23 @@ pub(super) async fn watch_before_the_window_fails_with_expired(f: Fixture) {
             .await
             .expect("create");
     }
-    // Window of 5: events 6..=10 are kept, so a watch may start from 5 but not from 4.
-    assert!(s.watch("/", 5).is_ok());
-    match s.watch("/", 4) {
-        Err(Error::Expired {
-            requested: 4,
-            oldest: 5,
-        }) => {}
+    // Window of 5: events base+6..=base+10 are kept, so a watch may start from base+5, not base+4.
+    assert!(s.watch("/", base + 5).is_ok());
+    match s.watch("/", base + 4) {
+        Err(Error::Expired { requested, oldest })
+            if requested == base + 4 && oldest == base + 5 => {}
         other => panic!("expected Expired, got {:?}", other.map(|_| "a stream")),
     }
     assert!(
-        s.watch("/", 10).is_ok(),
+        s.watch("/", base + 10).is_ok(),
         "the current revision is always valid"
     );
 }
 
 pub(super) async fn lagging_watcher_is_cut_off_with_expired_while_writers_go_on(f: Fixture) {
     let s = &f.storage;
-    let mut slow = s.watch("/registry/pods/", 0).expect("watch");
+    let base = s.current_revision();
+    let mut slow = s.watch("/registry/pods/", base).expect("watch");
     for i in 0..20 {
         let write = s.create(&key(&format!("p{i}")), pod("p"));
         tokio::time::timeout(WAIT, write)
@@ -292,9 +328,9 @@ pub(super) async fn lagging_watcher_is_cut_off_with_expired_while_writers_go_on(
         .iter()
         .map(|e| e.as_ref().expect("event").revision)
         .collect();
-    assert_eq!(revisions, [1, 2, 3, 4]);
+    assert_eq!(revisions, [1, 2, 3, 4].map(|r| base + r));
     assert!(
-        matches!(items[4], Err(Error::Expired { requested: 4, .. })),
+        matches!(items[4], Err(Error::Expired { requested, .. }) if requested == base + 4),
         "got {:?}",
         items[4]
     );
@@ -303,53 +339,95 @@ pub(super) async fn lagging_watcher_is_cut_off_with_expired_while_writers_go_on(
         .expect("stream ends")
         .is_none());
     // Everyone else is unaffected: a new watch from the start replays all 20.
-    let mut fresh = s.watch("/registry/pods/", 0).expect("fresh watch");
+    let mut fresh = s.watch("/registry/pods/", base).expect("fresh watch");
     assert_eq!(take(&mut fresh, 20).await.len(), 20);
 }
 
-/// One `#[tokio::test]` per conformance case for the backend made by `$make(window, buffer)`.
+/// One `#[tokio::test]` per conformance case for the backend made by `$make(test, window, buffer)`
+/// (`None`: the backend is not installed here, the case is skipped).
 macro_rules! conformance {
     ($module:ident, $make:path) => {
         mod $module {
             #[tokio::test]
             async fn create_get_and_list_return_the_object_at_its_revision() {
-                super::create_get_and_list_return_the_object_at_its_revision($make(100, 100)).await
+                if let Some(f) = $make(
+                    "create_get_and_list_return_the_object_at_its_revision",
+                    100,
+                    100,
+                )
+                .await
+                {
+                    super::create_get_and_list_return_the_object_at_its_revision(f).await
+                }
             }
             #[tokio::test]
             async fn create_of_a_taken_key_fails_with_already_exists() {
-                super::create_of_a_taken_key_fails_with_already_exists($make(100, 100)).await
+                if let Some(f) =
+                    $make("create_of_a_taken_key_fails_with_already_exists", 100, 100).await
+                {
+                    super::create_of_a_taken_key_fails_with_already_exists(f).await
+                }
             }
             #[tokio::test]
             async fn update_is_compare_and_swap_on_the_revision() {
-                super::update_is_compare_and_swap_on_the_revision($make(100, 100)).await
+                if let Some(f) = $make("update_is_compare_and_swap_on_the_revision", 100, 100).await
+                {
+                    super::update_is_compare_and_swap_on_the_revision(f).await
+                }
             }
             #[tokio::test]
             async fn delete_checks_the_expected_revision_and_returns_the_last_state() {
-                super::delete_checks_the_expected_revision_and_returns_the_last_state($make(
-                    100, 100,
-                ))
+                if let Some(f) = $make(
+                    "delete_checks_the_expected_revision_and_returns_the_last_state",
+                    100,
+                    100,
+                )
                 .await
+                {
+                    super::delete_checks_the_expected_revision_and_returns_the_last_state(f).await
+                }
             }
             #[tokio::test]
             async fn watch_from_a_revision_gets_exactly_the_later_events_in_order() {
-                super::watch_from_a_revision_gets_exactly_the_later_events_in_order($make(100, 100))
-                    .await
+                if let Some(f) = $make(
+                    "watch_from_a_revision_gets_exactly_the_later_events_in_order",
+                    100,
+                    100,
+                )
+                .await
+                {
+                    super::watch_from_a_revision_gets_exactly_the_later_events_in_order(f).await
+                }
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn concurrent_writers_reach_a_resumed_watcher_complete_and_in_order() {
-                super::concurrent_writers_reach_a_resumed_watcher_complete_and_in_order($make(
-                    10_000, 2_000,
-                ))
+                if let Some(f) = $make(
+                    "concurrent_writers_reach_a_resumed_watcher_complete_and_in_order",
+                    10_000,
+                    2_000,
+                )
                 .await
+                {
+                    super::concurrent_writers_reach_a_resumed_watcher_complete_and_in_order(f).await
+                }
             }
             #[tokio::test]
             async fn watch_before_the_window_fails_with_expired() {
-                super::watch_before_the_window_fails_with_expired($make(5, 100)).await
+                if let Some(f) = $make("watch_before_the_window_fails_with_expired", 5, 100).await {
+                    super::watch_before_the_window_fails_with_expired(f).await
+                }
             }
             #[tokio::test]
             async fn lagging_watcher_is_cut_off_with_expired_while_writers_go_on() {
-                super::lagging_watcher_is_cut_off_with_expired_while_writers_go_on($make(100, 4))
-                    .await
+                if let Some(f) = $make(
+                    "lagging_watcher_is_cut_off_with_expired_while_writers_go_on",
+                    100,
+                    4,
+                )
+                .await
+                {
+                    super::lagging_watcher_is_cut_off_with_expired_while_writers_go_on(f).await
+                }
             }
         }
     };
@@ -357,3 +435,4 @@ macro_rules! conformance {
 
 conformance!(memory_backend, super::memory);
 conformance!(sled_backend, super::sled);
+conformance!(etcd_backend, super::etcd);

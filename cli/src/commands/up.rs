@@ -37,9 +37,17 @@ pub struct UpArgs {
     /// The API server's address (loopback only).
     #[arg(long, default_value = "127.0.0.1:6443")]
     pub listen: SocketAddr,
-    /// How many nodes (kubelets) to start.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=254))]
-    pub nodes: u8,
+    /// How many nodes (kubelets) to start [default: 1; 0 with --ephemeral].
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=254))]
+    pub nodes: Option<u8>,
+    /// A throwaway cluster for test suites: objects in memory, the data dir in a temp dir removed
+    /// on stop, no nodes unless --nodes is given (then the control plane only).
+    #[arg(long, conflicts_with_all = ["data_dir", "storage"])]
+    pub ephemeral: bool,
+    /// Where the API server stores objects: `sled` (default, in the data dir), `memory` or
+    /// `etcd://HOST:PORT[/PREFIX]` (an etcd v3 cluster).
+    #[arg(long, value_parser = parse_storage)]
+    pub storage: Option<String>,
     /// Passed to the proxy: hold each endpoint update back this long (e.g. `2s`).
     #[arg(long, value_parser = parse_duration)]
     pub sync_delay: Option<String>,
@@ -160,6 +168,13 @@ fn parse_mask_size(text: &str) -> Result<u8, String> {
         })
 }
 
+/// Validates a `--storage` value and keeps its text, which is passed to the apiserver unchanged.
+fn parse_storage(text: &str) -> Result<String, String> {
+    text.parse::<minik_apiserver::StorageSpec>()
+        .map(|spec| spec.to_string())
+        .map_err(|e| e.to_string())
+}
+
 /// The flags `up` adds to every kubelet's command line.
 fn kubelet_args(args: &UpArgs) -> Vec<String> {
     let max_pods = args.max_pods.map(|n| ["--max-pods".into(), n.to_string()]);
@@ -187,14 +202,24 @@ fn components(args: &UpArgs) -> Vec<minik_cluster::Component> {
 
 /// Runs `minik up` until Ctrl-C / SIGTERM, then stops the cluster.
 pub async fn up(args: UpArgs) -> anyhow::Result<()> {
-    let data_dir = args.data_dir.clone().unwrap_or_else(default_data_dir);
+    // Removed when `up` returns, after the cluster stopped.
+    let ephemeral_dir = args
+        .ephemeral
+        .then(minik_cluster::ephemeral::data_dir)
+        .transpose()?;
+    let nodes = args.nodes.unwrap_or(if args.ephemeral { 0 } else { 1 });
+    let data_dir = match &ephemeral_dir {
+        Some(dir) => dir.path().to_path_buf(),
+        None => args.data_dir.clone().unwrap_or_else(default_data_dir),
+    };
     refuse_if_running(&data_dir)?;
     let signals = drain::Signals::install()?;
     println!("Creating cluster \"minik\" in {} ...", data_dir.display());
     let options = ClusterConfig {
         data_dir: data_dir.clone(),
         listen: args.listen,
-        nodes: args.nodes,
+        nodes,
+        storage: args.storage.clone(),
         sync_delay: args.sync_delay.clone(),
         backoff_base: args.backoff_base.clone(),
         heartbeat_interval: args.heartbeat_interval.clone(),
@@ -224,6 +249,10 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             .node_cidr_mask_size
             .unwrap_or(minik_cluster::nodeipam::DEFAULT_NODE_CIDR_MASK_SIZE),
         ..ClusterConfig::default()
+    };
+    let options = match &ephemeral_dir {
+        Some(dir) => minik_cluster::ephemeral::configure(options, dir, nodes),
+        None => options,
     };
     if let Err(err) = minik_cluster::nodeipam::check(&options, args.max_pods.map(u32::from)) {
         eprintln!(" ✗ {err}");
@@ -257,7 +286,13 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     }
     // Credentials are never merged into the user's kubeconfig unasked.
     let context_set = args.merge_kubeconfig && write_kubeconfig(&cluster);
-    print_ready(&cluster, args.nodes, context_set);
+    print_ready(&cluster, nodes, context_set);
+    if ephemeral_dir.is_some() {
+        println!(
+            "Ephemeral: objects in memory; {} is removed on stop (minik down --data-dir {0}).",
+            data_dir.display()
+        );
+    }
 
     let first = signals.first_token();
     loop {
