@@ -15,8 +15,8 @@ mod kubectl_apply; // apply (client- and server-side), create with protobuf bodi
 mod kubectl_config; // create configmap/secret (literals, files, env files), immutable
 mod kubectl_daemonsets; // apply ds/rc, rollout status ds, get ds/rc, scale rc
 mod kubectl_drain; // cordon, a PodDisruptionBudget, a refused eviction, drain under the budget
-mod kubectl_explain; // explain from /openapi/v3; events aggregated, also as events.k8s.io/v1
 mod kubectl_exec; // exec (stdin, -it, exit codes), cp both ways, 403 on exec without RBAC
+mod kubectl_explain; // explain from /openapi/v3; events aggregated, also as events.k8s.io/v1
 mod kubectl_ingress; // create ingress, apply an Ingress, get ingress, curl through the controller
 mod kubectl_jobs; // create job, wait --for=condition=complete, get jobs, logs job/NAME
 mod kubectl_metrics; // top pods/nodes through metrics-server, autoscale up under load and down

@@ -5,7 +5,8 @@
 //! The script is `tests/clients/python/lifecycle.py`; the interpreter comes from `MINIK_PYTHON`
 //! (`.ci/run` makes a venv with `kubernetes==37.0.2`). Skipped with a notice when it is missing,
 //! except under CI. `tests/clients/python/workloads.py` drives the workload kinds (Job, CronJob,
-//! ReplicationController, DaemonSet, Deployment) the way the client's own e2e tests do, and more.
+//! ReplicationController, DaemonSet, Deployment) the way the client's own e2e tests do, and more;
+//! `manifests.py` the pod-facing kinds (busybox args, exec, ConfigMaps, ServiceAccounts).
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -39,6 +40,24 @@ async fn python_client_drives_jobs_cronjobs_rcs_daemonsets_and_deployments() {
         .await
         .expect("start cluster");
     let stdout = run_script(&python, &cluster, "workloads.py").await;
+    assert!(stdout.contains("passed 5/5"), "{stdout}");
+    stop_clean(cluster).await;
+}
+
+/// Issue 18's kinds as the client's own e2e tests use them: a busybox pod given only `args` (its
+/// log and an exec through `kubernetes.stream`), ConfigMaps in env, volumes and missing, and
+/// ServiceAccounts with their tokens. Secure (the default), so tokens are real.
+#[tokio::test]
+async fn python_client_runs_busybox_args_configmaps_and_service_accounts() {
+    let Some(python) = python_binary() else {
+        return;
+    };
+    let cluster = minik_tests::Cluster::builder()
+        .nodes(1)
+        .start()
+        .await
+        .expect("start cluster");
+    let stdout = run_script(&python, &cluster, "manifests.py").await;
     assert!(stdout.contains("passed 5/5"), "{stdout}");
     stop_clean(cluster).await;
 }

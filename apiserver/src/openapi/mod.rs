@@ -238,6 +238,11 @@ fn cached(
 
 /// `GET /openapi/v3`: where each group version's document lives, with its current hash.
 pub async fn index(State(state): State<AppState>) -> Response {
+    index_of(&state.custom)
+}
+
+/// The index, with the custom group versions of `custom`.
+pub(crate) fn index_of(custom: &crate::apiextensions::Kinds) -> Response {
     let mut paths = Map::new();
     let mut add = |path: &str, hash: &str| {
         paths.insert(
@@ -252,7 +257,7 @@ pub async fn index(State(state): State<AppState>) -> Response {
         add(&path, &served.hash);
     }
     // The group versions CustomResourceDefinitions add (issue 21).
-    for (path, hash) in crate::apiextensions::openapi::index_entries(&state.custom) {
+    for (path, hash) in crate::apiextensions::openapi::index_entries(custom) {
         add(&path, &hash);
     }
     let mut response = json_bytes(serde_json::to_vec(&json!({"paths": paths})).unwrap_or_default());
@@ -270,11 +275,21 @@ pub async fn document(
     Query(query): Query<BTreeMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
+    document_of(&state.custom, Path(path), Query(query), headers)
+}
+
+/// A group version's document, built-in or one of `custom`'s.
+pub(crate) fn document_of(
+    custom: &crate::apiextensions::Kinds,
+    Path(path): Path<String>,
+    Query(query): Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
     let asked = query.get("hash").map(String::as_str);
     if let Some(served) = documents().v3.get(&path) {
         return cached(&served.bytes, &served.hash, asked, &headers, &path);
     }
-    if let Some(body) = crate::apiextensions::openapi::document(&state.custom, &path) {
+    if let Some(body) = crate::apiextensions::openapi::document(custom, &path) {
         let hash = crate::apiextensions::openapi::hash(&body);
         let bytes = serde_json::to_vec(&body).unwrap_or_default();
         return cached(&bytes, &hash, asked, &headers, &path);

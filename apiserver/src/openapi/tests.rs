@@ -24,7 +24,7 @@ fn query(hash: Option<&str>) -> Query<BTreeMap<String, String>> {
 
 #[tokio::test]
 async fn the_index_links_each_group_version_with_its_hash() {
-    let index = body(index().await).await;
+    let index = body(index_of(&Default::default())).await;
     let core = index["paths"]["api/v1"]["serverRelativeURL"]
         .as_str()
         .unwrap();
@@ -38,7 +38,12 @@ async fn the_index_links_each_group_version_with_its_hash() {
 async fn a_group_version_document_is_cached_by_hash() {
     let hash = documents().v3["apis/apps/v1"].hash.clone();
     let path = || Path("apis/apps/v1".to_string());
-    let current = document(path(), query(Some(&hash)), HeaderMap::new()).await;
+    let current = document_of(
+        &Default::default(),
+        path(),
+        query(Some(&hash)),
+        HeaderMap::new(),
+    );
     assert_eq!(current.status(), StatusCode::OK);
     assert_eq!(
         current.headers()[header::CACHE_CONTROL],
@@ -52,7 +57,12 @@ async fn a_group_version_document_is_cached_by_hash() {
     );
     assert!(doc["components"]["schemas"]["io.k8s.api.core.v1.Service"].is_null());
 
-    let stale = document(path(), query(Some("OLD")), HeaderMap::new()).await;
+    let stale = document_of(
+        &Default::default(),
+        path(),
+        query(Some("OLD")),
+        HeaderMap::new(),
+    );
     assert_eq!(stale.status(), StatusCode::MOVED_PERMANENTLY);
     assert!(stale.headers()[header::LOCATION]
         .to_str()
@@ -64,15 +74,15 @@ async fn a_group_version_document_is_cached_by_hash() {
         header::IF_NONE_MATCH,
         HeaderValue::from_str(&format!("\"{hash}\"")).unwrap(),
     );
-    let unchanged = document(path(), query(None), headers).await;
+    let unchanged = document_of(&Default::default(), path(), query(None), headers);
     assert_eq!(unchanged.status(), StatusCode::NOT_MODIFIED);
 
-    let missing = document(
+    let missing = document_of(
+        &Default::default(),
         Path("apis/nothing/v9".into()),
         query(None),
         HeaderMap::new(),
-    )
-    .await;
+    );
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
 }
 
@@ -112,16 +122,14 @@ impl extra::ExtraSchemas for Widgets {
 #[tokio::test]
 async fn an_extra_source_adds_a_group_version() {
     extra::register(Arc::new(Widgets));
-    let index = body(index().await).await;
+    let index = body(index_of(&Default::default())).await;
     assert!(index["paths"]["apis/example.com/v1"].is_object());
-    let doc = body(
-        document(
-            Path("apis/example.com/v1".into()),
-            query(None),
-            HeaderMap::new(),
-        )
-        .await,
-    )
+    let doc = body(document_of(
+        &Default::default(),
+        Path("apis/example.com/v1".into()),
+        query(None),
+        HeaderMap::new(),
+    ))
     .await;
     let widget = &doc["components"]["schemas"]["com.example.v1.Widget"];
     assert_eq!(
