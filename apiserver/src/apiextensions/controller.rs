@@ -13,8 +13,9 @@
 //! server's table *before* `Established` is written, so a client that waited for the condition
 //! can use the kind at once; upstream has the same order.
 //!
-//! minik simplifies: one process, so no wait for other API servers before `Established`; a
-//! cleanup whose objects have finalizers of their own waits on their watch, with no rate limit.
+//! A deleted CRD is handed to `finalizer.rs`.
+//!
+//! minik simplifies: one process, so no wait for other API servers before `Established`.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -24,11 +25,9 @@ use minik_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v
 use serde_json::Value;
 use tracing::{info, warn};
 
-use super::crd::{self, CLEANUP_FINALIZER};
+use super::crd;
 use super::kinds::{intern, CustomKind, Names};
-use crate::registry::deletion::DeleteOptions;
-use crate::request::{parse_target, storage_key, Target};
-use crate::store::delete::delete_one;
+use crate::request::{parse_target, Target};
 use crate::store::update::guaranteed_update;
 use crate::AppState;
 
@@ -92,7 +91,7 @@ async fn sync(state: &AppState, object: &Value, cleaning: &Arc<Mutex<HashSet<Str
         if started {
             let (state, cleaning) = (state.clone(), cleaning.clone());
             tokio::spawn(async move {
-                cleanup(&state, &crd).await;
+                super::finalizer::cleanup(&state, &crd).await;
                 cleaning
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -257,7 +256,7 @@ fn accepted(stored: &Value, crd: &CustomResourceDefinition, conflict: Option<&st
 }
 
 /// Writes the CRD `name` as `change` makes it from the stored one; whether anything was written.
-async fn write_status(
+pub(super) async fn write_status(
     state: &AppState,
     name: &str,
     change: impl Fn(&Value) -> Value,
@@ -279,96 +278,4 @@ fn crd_target(name: &str) -> Target {
         &format!("customresourcedefinitions/{name}"),
     )
     .expect("customresourcedefinitions are served")
-}
-
-/// Deletes every object of a deleted CRD, then releases the CRD (upstream's finalizer controller).
-async fn cleanup(state: &AppState, crd: &CustomResourceDefinition) {
-    let name = crd.metadata.name.clone().unwrap_or_default();
-    let Some(kind) = kinds_of(crd, true)
-        .into_iter()
-        .find(|k| k.version == k.storage_version)
-    else {
-        return;
-    };
-    let progress = |stored: &Value| {
-        let mut object = stored.clone();
-        crd::set_condition(
-            &mut object,
-            "Terminating",
-            "True",
-            "InstanceDeletionInProgress",
-            "CustomResource deletion is in progress",
-        );
-        object
-    };
-    let _ = write_status(state, &name, progress).await;
-    let probe = Target {
-        info: kind.info,
-        namespace: None,
-        name: None,
-        subresource: None,
-    };
-    let prefix = probe.prefix();
-    loop {
-        let Ok((records, revision)) = state.storage.list(&prefix) else {
-            return;
-        };
-        if records.is_empty() {
-            break;
-        }
-        info!(crd = %name, objects = records.len(), "deleting custom resources of a deleted definition");
-        for record in &records {
-            delete_object(state, &kind, &record.value).await;
-        }
-        // Objects held by finalizers of their own: wait for the next change under the prefix.
-        let Ok(mut events) = state.storage.watch(&prefix, revision) else {
-            continue;
-        };
-        tokio::select! {
-            _ = state.shutdown.cancelled() => return,
-            _ = events.next() => {}
-        }
-    }
-    let release = |stored: &Value| {
-        let mut object = stored.clone();
-        if let Some(finalizers) = object["metadata"]["finalizers"].as_array_mut() {
-            finalizers.retain(|f| f != CLEANUP_FINALIZER);
-        }
-        crd::set_condition(
-            &mut object,
-            "Terminating",
-            "True",
-            "InstanceDeletionCompleted",
-            "removed all instances",
-        );
-        object
-    };
-    match write_status(state, &name, release).await {
-        Ok(_) => {
-            info!(crd = %name, "custom resource definition released after its objects were deleted")
-        }
-        Err(e) => {
-            warn!(crd = %name, error = %e.0.message.unwrap_or_default(), "releasing the definition failed")
-        }
-    }
-}
-
-async fn delete_object(state: &AppState, kind: &CustomKind, object: &Value) {
-    let name = object["metadata"]["name"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
-    let namespace = object["metadata"]["namespace"].as_str().map(str::to_string);
-    let target = Target {
-        info: kind.info,
-        namespace: namespace.clone(),
-        name: Some(name.clone()),
-        subresource: None,
-    };
-    let key = storage_key(kind.info, namespace.as_deref(), &name);
-    if let Err(e) = delete_one(state, &target, &key, &name, &DeleteOptions::default()).await {
-        if e.code() != 404 {
-            warn!(key = %key, error = %e.0.message.clone().unwrap_or_default(), "deleting a custom resource failed");
-        }
-    }
 }

@@ -8,7 +8,7 @@
 //! (get, list, watch, create, update, patch, delete, selectors, Tables), with the CRD's own write
 //! strategy ([`strategy`], the [`schema`] steps), printer columns ([`table`]), `scale`
 //! subresource ([`scale`]), discovery entries ([`discovery`]), OpenAPI ([`openapi`]) and version
-//! rewriting on the way out ([`convert`]). Deleting the CRD deletes its objects first.
+//! rewriting on the way out ([`convert`]). Deleting the CRD deletes its objects first ([`finalizer`]).
 //!
 //! The hooks in shared code are small: the request path falls back to the table
 //! ([`parse_target`]), writes call [`prepare_create`]/[`prepare_update`] and [`check_fields`]
@@ -26,6 +26,7 @@ pub mod convert;
 pub mod crd;
 pub mod discovery;
 pub mod field;
+pub mod finalizer;
 pub mod kinds;
 pub mod names;
 pub mod openapi;
