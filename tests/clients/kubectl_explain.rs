@@ -100,7 +100,7 @@ async fn kubectl_events_lists_a_crash_loop_as_one_event_with_a_count() {
         .find(|l| l.contains("BackOff"))
         .unwrap_or_else(|| panic!("no BackOff line in:\n{printed}"));
     assert!(line.contains(" (x") && line.contains(" over "), "{line}");
-    assert!(line.contains("pod/crash"), "{line}");
+    assert!(line.contains("Pod/crash"), "{line}");
 
     // The same object read as events.k8s.io/v1: `note`, `regarding`, `deprecatedCount`.
     let name = repeated.metadata.name.clone().unwrap();

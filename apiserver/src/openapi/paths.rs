@@ -98,11 +98,15 @@ fn reference(flavour: Flavour, definition: &str) -> Value {
 }
 
 fn body(flavour: Flavour, definition: &str, patch: bool) -> (Option<Value>, Option<Value>) {
+    // Upstream also lists application/strategic-merge-patch+json. minik leaves it out on purpose:
+    // k8s-openapi's schemas carry no `x-kubernetes-patch-merge-key`, and kubectl apply builds its
+    // strategic patch from the v3 schema when the patch operation lists that type
+    // (`gvkSupportsPatchOpenAPIV3`), treating every list as atomic; without it kubectl uses its
+    // compiled-in struct tags, which have the merge keys. The server still accepts the type.
     let types: &[&str] = if patch {
         &[
             "application/json-patch+json",
             "application/merge-patch+json",
-            "application/strategic-merge-patch+json",
             "application/apply-patch+yaml",
         ]
     } else {
