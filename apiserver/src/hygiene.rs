@@ -7,7 +7,8 @@
 //! `text/plain` body and no preflight, and a DNS-rebinding name reaches loopback under a foreign
 //! `Host`; so:
 //!
-//! - a request carrying `Origin` is refused (403): no browser page may drive the API;
+//! - a request carrying an `Origin` other than the server's own is refused (403): no browser
+//!   page may drive the API (a WebSocket client may name the API's own origin);
 //! - `Host` must name loopback (`localhost`, `127.x.x.x`, `[::1]`, any port), else 403;
 //! - a write's `Content-Type` must be JSON, YAML, one of the four patch types or protobuf
 //!   (415 otherwise, `text/plain` included).
@@ -57,7 +58,7 @@ pub fn check(
     host: Option<&str>,
     content_type: Option<&str>,
 ) -> Result<(), Refusal> {
-    if let Some(origin) = origin {
+    if let Some(origin) = origin.filter(|o| !is_own_origin(o, host)) {
         return Err(Refusal::Origin(origin.to_string()));
     }
     if let Some(host) = host {
@@ -72,6 +73,15 @@ pub fn check(
         }
     }
     Ok(())
+}
+
+/// Whether `origin` is the server's own (`https://` + the request's `Host`): WebSocket clients
+/// such as the Python client's `websocket-client` send it on an exec handshake. No page is served
+/// from the API's origin, so only a non-browser client can carry it; other origins stay refused.
+fn is_own_origin(origin: &str, host: Option<&str>) -> bool {
+    host.is_some_and(|host| {
+        origin.strip_prefix("https://") == Some(host) || origin.strip_prefix("http://") == Some(host)
+    })
 }
 
 /// `localhost`, `127.0.0.0/8` or `[::1]`, with or without a port.
@@ -157,6 +167,22 @@ mod tests {
         ] {
             assert!(!is_loopback_host(host), "{host}");
         }
+    }
+
+    /// The API's own origin passes (a WebSocket client's handshake); a page elsewhere on
+    /// loopback, another port or scheme-less text does not.
+    #[test]
+    fn only_the_servers_own_origin_passes() {
+        let host = Some("127.0.0.1:6443");
+        assert_eq!(check(&Method::GET, Some("https://127.0.0.1:6443"), host, None), Ok(()));
+        for origin in ["http://127.0.0.1:8000", "https://127.0.0.1", "null", "127.0.0.1:6443"] {
+            assert_eq!(
+                check(&Method::GET, Some(origin), host, None),
+                Err(Refusal::Origin(origin.into())),
+                "{origin}"
+            );
+        }
+        assert!(check(&Method::GET, Some("https://127.0.0.1:6443"), None, None).is_err());
     }
 
     #[test]

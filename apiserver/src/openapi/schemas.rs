@@ -10,7 +10,7 @@
 //! (k8s-openapi has no schema for its generic `List<T>`), built from the kind's own name.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
-use k8s_openapi::{api, kube_aggregator, Resource};
+use k8s_openapi::{api, apiextensions_apiserver, kube_aggregator, Resource};
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
@@ -79,6 +79,7 @@ pub fn built_in_kinds() -> Vec<KindSchema> {
         kind::<api::networking::v1::IngressClass>(),
         kind::<api::storage::v1::StorageClass>(),
         kind::<kube_aggregator::pkg::apis::apiregistration::v1::APIService>(),
+        kind::<apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(),
         kind::<api::autoscaling::v2::HorizontalPodAutoscaler>(),
         kind::<api::autoscaling::v1::HorizontalPodAutoscaler>(),
         kind::<api::events::v1::Event>(),
