@@ -145,6 +145,20 @@ async fn kubectl_serves_both_versions_of_a_crd_and_namespace_deletion_takes_its_
         .await;
     assert!(wrong.stderr.contains(r#"spec.port: Invalid value: "boolean": spec.port in body must be of type integer,string: "boolean""#), "{wrong:#?}");
 
+    // `minik get` learns the custom kind from discovery and prints the same server Table.
+    let expected = kubectl.ok(&["get", "widgets", "-n", "team"]).await;
+    let minik = tokio::process::Command::new(cluster.minik_binary())
+        .args(["get", "widgets", "-n", "team"])
+        .env("KUBECONFIG", kubectl.kubeconfig())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("run minik");
+    let printed = String::from_utf8_lossy(&minik.stdout);
+    assert!(minik.status.success(), "{minik:?}");
+    assert_eq!(printed.lines().next(), expected.lines().next(), "{printed}");
+    assert!(line_of(&printed, "gear").is_some(), "{printed}");
+
     // `kubectl delete namespace` waits until the namespace is gone, its widgets first.
     kubectl.ok(&["delete", "namespace", "team"]).await;
     let left = kubectl.run(&["get", "widgets", "-A"]).await.success();
