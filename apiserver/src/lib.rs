@@ -515,6 +515,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api", get(discovery::api_versions))
         .route("/apis", get(discovery::api_groups))
         .route("/api/v1", get(discovery::core_v1))
+        .route("/apis/{group}", get(apiextensions::discovery::group))
         .route("/apis/{group}/{version}", get(discovery::group_version))
         .route(
             "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",

@@ -14,6 +14,7 @@ mod kube_rs; // kube::Api<Pod> and kube::runtime::watcher (list-watch and stream
 mod kube_rs_crds; // a CRD: DynamicObject, watcher, a 422, a Controller reconciling into ConfigMaps
 mod kubectl_apply; // apply (client- and server-side), create with protobuf bodies
 mod kubectl_config; // create configmap/secret (literals, files, env files), immutable
+mod kubectl_crd_versions; // two served versions of a CRD, int-or-string, namespace deletion of CRs
 mod kubectl_crds; // a CRD: apply, wait Established, get columns, patch, scale, explain, 422s, delete
 mod kubectl_daemonsets; // apply ds/rc, rollout status ds, get ds/rc, scale rc
 mod kubectl_drain; // cordon, a PodDisruptionBudget, a refused eviction, drain under the budget

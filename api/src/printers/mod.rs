@@ -188,6 +188,8 @@ pub fn columns(kind: &str) -> Vec<Column> {
             ("Replicas", 0),
             ("Age", 0),
         ],
+        // `kubectl get crd` (issue 21): upstream's CRD table prints the creation time itself.
+        "CustomResourceDefinition" => &[("Name", 0), ("Created At", 0)],
         _ => &[("Name", 0), ("Age", 0)],
     };
     spec.iter()
@@ -238,6 +240,11 @@ pub fn full_cells(
         "Ingress" => networking::ingress_row(&typed(object)?, true, now),
         "IngressClass" => networking::ingress_class_row(&typed(object)?, now),
         "HorizontalPodAutoscaler" => autoscaling::hpa_row(&typed(object)?, now),
+        "CustomResourceDefinition" => {
+            let created = object.pointer("/metadata/creationTimestamp");
+            let created = created.and_then(Value::as_str).unwrap_or("");
+            vec![name_of(object).to_string(), created.to_string()]
+        }
         _ => {
             let created = object
                 .pointer("/metadata/creationTimestamp")

@@ -87,3 +87,23 @@ pub fn resource_list(kinds: &Kinds, group_version: &str) -> Option<Value> {
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}),
     )
 }
+
+/// `GET /apis/{group}`: the `APIGroup` of a custom group (built-in groups are not served here).
+pub async fn group(
+    axum::extract::State(state): axum::extract::State<crate::AppState>,
+    axum::extract::Path(name): axum::extract::Path<String>,
+) -> crate::error::ApiResult<axum::response::Response> {
+    let found = groups(&state.custom)
+        .into_iter()
+        .find(|g| g["name"] == name.as_str());
+    let Some(mut group) = found else {
+        let message = "the server could not find the requested resource";
+        return Err(minik_api::status::failure(404, "NotFound", message).into());
+    };
+    group["kind"] = json!("APIGroup");
+    group["apiVersion"] = json!("v1");
+    Ok(crate::error::json_response(
+        axum::http::StatusCode::OK,
+        &group,
+    ))
+}

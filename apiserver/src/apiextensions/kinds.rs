@@ -14,6 +14,7 @@
 //! done.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use minik_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
@@ -72,6 +73,8 @@ type Key = (String, String, String);
 #[derive(Default)]
 pub struct Kinds {
     by_path: RwLock<HashMap<Key, Arc<CustomKind>>>,
+    /// How many entries `by_path` has: requests for built-in kinds skip the lock when none.
+    count: AtomicUsize,
 }
 
 fn key(group: &str, version: &str, plural: &str) -> Key {
@@ -86,6 +89,9 @@ impl Kinds {
     /// The kind `…/apis/{group}/{version}/{plural}` names, served or (for the storage version)
     /// kept for cleanup.
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<CustomKind>> {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
         self.read().get(&key(group, version, plural)).cloned()
     }
 
@@ -103,6 +109,9 @@ impl Kinds {
 
     /// The custom kind behind a request's `ResourceInfo`; `None` for a built-in kind.
     pub fn kind(&self, info: &ResourceInfo) -> Option<Arc<CustomKind>> {
+        if self.count.load(Ordering::Acquire) == 0 || minik_api::resource::is_builtin(info) {
+            return None;
+        }
         let version = info.api_version.rsplit('/').next().unwrap_or("");
         self.get(info.group(), version, info.plural)
     }
@@ -141,6 +150,7 @@ impl Kinds {
             let plural = kind.info.plural;
             map.insert(key(&kind.group, &kind.version, plural), Arc::new(kind));
         }
+        self.count.store(map.len(), Ordering::Release);
     }
 
     /// Stops serving CRD `crd`.

@@ -155,6 +155,7 @@ async fn resolve(
     if !args.filenames.is_empty() {
         return from_manifests(&args.filenames, namespace);
     }
+    super::discovered::learn_unknown_kinds(client, &args.args).await;
     let targets = targets(&args.args)?;
     let mut objects = Vec::new();
     for (info, name) in targets {

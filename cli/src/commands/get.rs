@@ -83,8 +83,9 @@ pub struct Section {
 /// Runs `minik get`.
 pub async fn get(args: GetArgs, flags: &GlobalFlags) -> anyhow::Result<()> {
     let format = Format::parse(flags.output.as_deref())?;
-    let targets = targets(&args.args)?;
     let client = flags.client()?;
+    super::discovered::learn_unknown_kinds(&client, &args.args).await;
+    let targets = targets(&args.args)?;
     if args.watch {
         return get_watch::watch(&client, &args, flags.namespace(), &targets, format).await;
     }

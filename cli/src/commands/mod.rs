@@ -13,6 +13,7 @@ pub mod dashboard;
 pub mod delete;
 pub mod demo;
 pub mod describe;
+mod discovered;
 pub mod down;
 pub mod get;
 mod get_watch;

@@ -73,6 +73,8 @@ pub fn kind(name: &str) -> anyhow::Result<&'static ResourceInfo> {
     };
     lookup(name)
         .or_else(qualified)
+        // Custom kinds, once the verb read discovery (`discovered.rs`).
+        .or_else(|| super::discovered::find(name))
         .ok_or_else(|| anyhow!("the server doesn't have a resource type \"{name}\""))
 }
 
