@@ -80,7 +80,8 @@ pub fn check(
 /// from the API's origin, so only a non-browser client can carry it; other origins stay refused.
 fn is_own_origin(origin: &str, host: Option<&str>) -> bool {
     host.is_some_and(|host| {
-        origin.strip_prefix("https://") == Some(host) || origin.strip_prefix("http://") == Some(host)
+        origin.strip_prefix("https://") == Some(host)
+            || origin.strip_prefix("http://") == Some(host)
     })
 }
 
@@ -174,8 +175,16 @@ mod tests {
     #[test]
     fn only_the_servers_own_origin_passes() {
         let host = Some("127.0.0.1:6443");
-        assert_eq!(check(&Method::GET, Some("https://127.0.0.1:6443"), host, None), Ok(()));
-        for origin in ["http://127.0.0.1:8000", "https://127.0.0.1", "null", "127.0.0.1:6443"] {
+        assert_eq!(
+            check(&Method::GET, Some("https://127.0.0.1:6443"), host, None),
+            Ok(())
+        );
+        for origin in [
+            "http://127.0.0.1:8000",
+            "https://127.0.0.1",
+            "null",
+            "127.0.0.1:6443",
+        ] {
             assert_eq!(
                 check(&Method::GET, Some(origin), host, None),
                 Err(Refusal::Origin(origin.into())),

@@ -157,17 +157,22 @@ async fn containers_of_a_pod_and_its_exec_probe_talk_over_localhost() {
         .expect("create");
     let ready = wait_for(&cluster.pods(), "pair", p::is_ready, RUNNING).await;
     assert!(ready.is_ok(), "the exec probe reached the pod on localhost");
-    let logs = minik_client::Api::<Pod>::namespaced(cluster.client(), "default")
-        .logs(
-            "pair",
-            &LogParams {
-                container: Some("sidecar".into()),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("logs");
-    assert!(logs.contains("sidecar got pair"), "{logs}");
+    // The sidecar has no probe, so the pod can be Ready before its loop gets through: wait for
+    // its log line (its failed tries before that print connection-refused tracebacks).
+    let pods = minik_client::Api::<Pod>::namespaced(cluster.client(), "default");
+    let params = LogParams {
+        container: Some("sidecar".into()),
+        ..Default::default()
+    };
+    let reached = eventually("the sidecar's answer", RUNNING, || {
+        let (pods, params) = (pods.clone(), params.clone());
+        async move {
+            let logs = pods.logs("pair", &params).await.ok()?;
+            logs.contains("sidecar got pair").then_some(())
+        }
+    })
+    .await;
+    assert!(reached.is_ok(), "the sidecar reached its peer on localhost");
     stop_clean(cluster).await;
 }
 
