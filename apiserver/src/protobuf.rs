@@ -10,7 +10,9 @@
 //! `kubectl auth can-i` sends its SelfSubjectAccessReview the same way, `kubectl create
 //! configmap|secret` their ConfigMap and Secret (data, binaryData, type, immutable), `kubectl create
 //! token` its TokenRequest and `kubectl create serviceaccount` its ServiceAccount; `kubectl drain` its
-//! Evictions and the DeleteOptions of its DELETEs, `kubectl create pdb` a PodDisruptionBudget.
+//! Evictions and the DeleteOptions of its DELETEs, `kubectl create pdb` a PodDisruptionBudget, and
+//! `kubectl create role|clusterrole|rolebinding|clusterrolebinding` their RBAC objects. The
+//! schemas, one per kind, are in `protobuf_schemas.rs`.
 //!
 //! minik decodes only the fields those commands set: a Namespace's, a Service's and a
 //! Deployment's, a Job's and an Ingress's metadata (name, generateName, namespace, labels, annotations), the Service's spec
@@ -19,6 +21,9 @@
 //! handles as if the client had sent it. Answers are always JSON (kubectl accepts them).
 
 use serde_json::{json, Map, Value};
+
+#[path = "protobuf_schemas.rs"]
+mod schemas;
 
 /// The four bytes that start every protobuf-encoded Kubernetes object.
 const MAGIC: &[u8] = b"k8s\0";
@@ -31,7 +36,7 @@ pub enum Error {
     Malformed(&'static str),
     /// A kind minik has no protobuf schema for.
     #[error(
-        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job, ConfigMap, Secret, ServiceAccount, TokenRequest, PodDisruptionBudget, DeleteOptions, Eviction, CronJob, Ingress, HorizontalPodAutoscaler (v1) and access reviews, not {0:?}; send JSON"
+        "protobuf bodies are only accepted for Namespace, Service, Deployment, Job, ConfigMap, Secret, ServiceAccount, TokenRequest, PodDisruptionBudget, DeleteOptions, Eviction, CronJob, Ingress, HorizontalPodAutoscaler (v1), RBAC roles and bindings and access reviews, not {0:?}; send JSON"
     )]
     Unsupported(String),
 }
@@ -58,265 +63,6 @@ enum Field {
 }
 
 type Schema = &'static [(u64, Field)];
-
-const OBJECT_META: Schema = &[
-    (1, Field::Str("name")),
-    (2, Field::Str("generateName")),
-    (3, Field::Str("namespace")),
-    (11, Field::StrMap("labels")),
-    (12, Field::StrMap("annotations")),
-    (14, Field::StrList("finalizers")),
-];
-const NAMESPACE: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::Message("spec", NAMESPACE_SPEC)),
-];
-const NAMESPACE_SPEC: Schema = &[(1, Field::StrList("finalizers"))];
-const SERVICE: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::Message("spec", SERVICE_SPEC)),
-];
-const SERVICE_SPEC: Schema = &[
-    (1, Field::MessageList("ports", SERVICE_PORT)),
-    (2, Field::StrMap("selector")),
-    (3, Field::Str("clusterIP")),
-    (4, Field::Str("type")),
-    (10, Field::Str("externalName")),
-];
-const SERVICE_PORT: Schema = &[
-    (1, Field::Str("name")),
-    (2, Field::Str("protocol")),
-    (3, Field::Int("port")),
-    (4, Field::IntOrString("targetPort")),
-    (5, Field::Int("nodePort")),
-];
-
-// apps/v1 Deployment, as `kubectl create deployment` fills it: `k8s.io/api/apps/v1/generated.proto`,
-// with the pod template of `core/v1` and the selector of `meta/v1`.
-const DEPLOYMENT: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::Message("spec", DEPLOYMENT_SPEC)),
-];
-const DEPLOYMENT_SPEC: Schema = &[
-    (1, Field::OptInt("replicas")),
-    (2, Field::Message("selector", LABEL_SELECTOR)),
-    (3, Field::Message("template", POD_TEMPLATE_SPEC)),
-];
-const LABEL_SELECTOR: Schema = &[(1, Field::StrMap("matchLabels"))];
-const POD_TEMPLATE_SPEC: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::Message("spec", POD_SPEC)),
-];
-const POD_SPEC: Schema = &[
-    (2, Field::MessageList("containers", CONTAINER)),
-    (3, Field::Str("restartPolicy")),
-];
-const CONTAINER: Schema = &[
-    (1, Field::Str("name")),
-    (2, Field::Str("image")),
-    (3, Field::StrList("command")),
-    (4, Field::StrList("args")),
-    (6, Field::MessageList("ports", CONTAINER_PORT)),
-    (7, Field::MessageList("env", ENV_VAR)),
-];
-const CONTAINER_PORT: Schema = &[
-    (1, Field::Str("name")),
-    (3, Field::Int("containerPort")),
-    (4, Field::Str("protocol")),
-];
-const ENV_VAR: Schema = &[(1, Field::Str("name")), (2, Field::Str("value"))];
-// authorization.k8s.io/v1 and authentication.k8s.io/v1 reviews (`kubectl auth can-i`, `whoami`).
-const RESOURCE_ATTRIBUTES: Schema = &[
-    (1, Field::Str("namespace")),
-    (2, Field::Str("verb")),
-    (3, Field::Str("group")),
-    (4, Field::Str("version")),
-    (5, Field::Str("resource")),
-    (6, Field::Str("subresource")),
-    (7, Field::Str("name")),
-];
-const NON_RESOURCE_ATTRIBUTES: Schema = &[(1, Field::Str("path")), (2, Field::Str("verb"))];
-const ACCESS_REVIEW_SPEC: Schema = &[
-    (1, Field::Message("resourceAttributes", RESOURCE_ATTRIBUTES)),
-    (
-        2,
-        Field::Message("nonResourceAttributes", NON_RESOURCE_ATTRIBUTES),
-    ),
-    (3, Field::Str("user")),
-    (4, Field::StrList("groups")),
-    (6, Field::Str("uid")),
-];
-const ACCESS_REVIEW: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::Message("spec", ACCESS_REVIEW_SPEC)),
-];
-const RULES_REVIEW: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::Message("spec", &[(1, Field::Str("namespace"))])),
-];
-const SELF_SUBJECT_REVIEW: Schema = &[(1, Field::Message("metadata", OBJECT_META))];
-
-// core/v1 ConfigMap and Secret, as `kubectl create configmap|secret` fill them.
-const CONFIG_MAP: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::StrMap("data")),
-    (3, Field::BytesMap("binaryData")),
-    (4, Field::Bool("immutable")),
-];
-const SECRET: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::BytesMap("data")),
-    (3, Field::Str("type")),
-    (4, Field::StrMap("stringData")),
-    (5, Field::Bool("immutable")),
-];
-
-// batch/v1 Job, as `kubectl create job NAME --image=… -- CMD` fills it:
-// `k8s.io/api/batch/v1/generated.proto` (JobSpec), with the same pod template.
-const JOB: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::Message("spec", JOB_SPEC)),
-];
-const JOB_SPEC: Schema = &[
-    (1, Field::OptInt("parallelism")),
-    (2, Field::OptInt("completions")),
-    (3, Field::OptInt("activeDeadlineSeconds")),
-    (4, Field::Message("selector", LABEL_SELECTOR)),
-    (6, Field::Message("template", POD_TEMPLATE_SPEC)),
-    (7, Field::OptInt("backoffLimit")),
-    (8, Field::OptInt("ttlSecondsAfterFinished")),
-    (9, Field::Str("completionMode")),
-];
-
-// core/v1 ServiceAccount (`kubectl create serviceaccount NAME`) and authentication.k8s.io/v1
-// TokenRequest (`kubectl create token NAME [--audience …] [--duration …] [--bound-object-…]`).
-const SERVICE_ACCOUNT: Schema = &[(1, Field::Message("metadata", OBJECT_META))];
-const TOKEN_REQUEST: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::Message("spec", TOKEN_REQUEST_SPEC)),
-];
-const TOKEN_REQUEST_SPEC: Schema = &[
-    (1, Field::StrList("audiences")),
-    (3, Field::Message("boundObjectRef", BOUND_OBJECT_REFERENCE)),
-    (4, Field::OptInt("expirationSeconds")),
-];
-const BOUND_OBJECT_REFERENCE: Schema = &[
-    (1, Field::Str("kind")),
-    (2, Field::Str("apiVersion")),
-    (3, Field::Str("name")),
-    (4, Field::Str("uid")),
-];
-// meta/v1 DeleteOptions (`kubectl drain`'s DELETE bodies and each Eviction's options) and
-// policy/v1 Eviction and PodDisruptionBudget (`k8s.io/api/policy/v1/generated.proto`).
-const DELETE_OPTIONS: Schema = &[
-    (1, Field::OptInt64("gracePeriodSeconds")),
-    (
-        2,
-        Field::Message(
-            "preconditions",
-            &[(1, Field::Str("uid")), (2, Field::Str("resourceVersion"))],
-        ),
-    ),
-    (4, Field::Str("propagationPolicy")),
-    (5, Field::StrList("dryRun")),
-];
-const EVICTION: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::Message("deleteOptions", DELETE_OPTIONS)),
-];
-const POD_DISRUPTION_BUDGET: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (
-        2,
-        Field::Message(
-            "spec",
-            &[
-                (1, Field::IntOrString("minAvailable")),
-                (2, Field::Message("selector", LABEL_SELECTOR)),
-                (3, Field::IntOrString("maxUnavailable")),
-                (4, Field::Str("unhealthyPodEvictionPolicy")),
-            ],
-        ),
-    ),
-];
-// autoscaling/v1 HorizontalPodAutoscaler, as `kubectl autoscale` fills it (issue 20).
-const HORIZONTAL_POD_AUTOSCALER_V1: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (
-        2,
-        Field::Message(
-            "spec",
-            &[
-                (
-                    1,
-                    Field::Message(
-                        "scaleTargetRef",
-                        &[
-                            (1, Field::Str("kind")),
-                            (2, Field::Str("name")),
-                            (3, Field::Str("apiVersion")),
-                        ],
-                    ),
-                ),
-                (2, Field::OptInt("minReplicas")),
-                (3, Field::Int("maxReplicas")),
-                (4, Field::OptInt("targetCPUUtilizationPercentage")),
-            ],
-        ),
-    ),
-];
-// batch/v1 CronJob, as `kubectl create cronjob` fills it (issue 20).
-const CRON_JOB: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::Message("spec", CRON_JOB_SPEC)),
-];
-const CRON_JOB_SPEC: Schema = &[
-    (1, Field::Str("schedule")),
-    (2, Field::OptInt("startingDeadlineSeconds")),
-    (3, Field::Str("concurrencyPolicy")),
-    (5, Field::Message("jobTemplate", JOB_TEMPLATE_SPEC)),
-    (6, Field::OptInt("successfulJobsHistoryLimit")),
-    (7, Field::OptInt("failedJobsHistoryLimit")),
-    (8, Field::Str("timeZone")),
-];
-const JOB_TEMPLATE_SPEC: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::Message("spec", JOB_SPEC)),
-];
-// networking.k8s.io/v1 Ingress, as `kubectl create ingress NAME --rule=HOST/PATH=SVC:PORT` fills
-// it: `k8s.io/api/networking/v1/generated.proto`.
-const INGRESS: Schema = &[
-    (1, Field::Message("metadata", OBJECT_META)),
-    (2, Field::Message("spec", INGRESS_SPEC)),
-];
-const INGRESS_SPEC: Schema = &[
-    (1, Field::Message("defaultBackend", INGRESS_BACKEND)),
-    (2, Field::MessageList("tls", INGRESS_TLS)),
-    (3, Field::MessageList("rules", INGRESS_RULE)),
-    (4, Field::Str("ingressClassName")),
-];
-const INGRESS_BACKEND: Schema = &[(4, Field::Message("service", SERVICE_BACKEND))];
-const SERVICE_BACKEND: Schema = &[
-    (1, Field::Str("name")),
-    (
-        2,
-        Field::Message(
-            "port",
-            &[(1, Field::Str("name")), (2, Field::Int("number"))],
-        ),
-    ),
-];
-const INGRESS_TLS: Schema = &[(1, Field::StrList("hosts")), (2, Field::Str("secretName"))];
-const INGRESS_RULE: Schema = &[
-    (1, Field::Str("host")),
-    (2, Field::Inline(&[(1, Field::Message("http", HTTP_RULE))])),
-];
-const HTTP_RULE: Schema = &[(1, Field::MessageList("paths", HTTP_PATH))];
-const HTTP_PATH: Schema = &[
-    (1, Field::Str("path")),
-    (2, Field::Message("backend", INGRESS_BACKEND)),
-    (3, Field::Str("pathType")),
-];
 
 /// One raw field: its number and its payload (a varint, or length-delimited bytes).
 enum Raw<'a> {
@@ -498,26 +244,7 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
         }
     }
     let kind = type_meta["kind"].as_str().unwrap_or("").to_string();
-    let schema = match kind.as_str() {
-        "Namespace" => NAMESPACE,
-        "Service" => SERVICE,
-        "Deployment" => DEPLOYMENT,
-        "SelfSubjectAccessReview" | "SubjectAccessReview" => ACCESS_REVIEW,
-        "SelfSubjectRulesReview" => RULES_REVIEW,
-        "SelfSubjectReview" => SELF_SUBJECT_REVIEW,
-        "Job" => JOB,
-        "ConfigMap" => CONFIG_MAP,
-        "Secret" => SECRET,
-        "ServiceAccount" => SERVICE_ACCOUNT,
-        "TokenRequest" => TOKEN_REQUEST,
-        "DeleteOptions" => DELETE_OPTIONS,
-        "Eviction" => EVICTION,
-        "PodDisruptionBudget" => POD_DISRUPTION_BUDGET,
-        "CronJob" => CRON_JOB,
-        "Ingress" => INGRESS,
-        "HorizontalPodAutoscaler" => HORIZONTAL_POD_AUTOSCALER_V1,
-        _ => return Err(Error::Unsupported(kind)),
-    };
+    let schema = schemas::for_kind(&kind).ok_or_else(|| Error::Unsupported(kind.clone()))?;
     let mut object = message(raw, schema)?;
     object["apiVersion"] = type_meta.get("apiVersion").cloned().unwrap_or(json!("v1"));
     object["kind"] = Value::String(kind);

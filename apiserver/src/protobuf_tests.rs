@@ -197,6 +197,51 @@ fn an_ingress_from_kubectl_create_ingress_decodes_with_its_inlined_http_rule() {
 }
 
 #[test]
+fn kubectl_create_role_and_rolebinding_bodies_decode_with_rules_and_subjects() {
+    // `kubectl create role r --verb=get --resource=pods`: the core group is the empty string.
+    let rule = [field(1, b"get"), field(2, b""), field(3, b"pods")].concat();
+    let role = envelope(
+        "Role",
+        &[field(1, &field(1, b"r")), field(2, &rule)].concat(),
+    );
+    assert_eq!(
+        decode(&role).unwrap()["rules"],
+        json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}])
+    );
+    // `kubectl create rolebinding b --clusterrole=view --serviceaccount=team:viewer`.
+    let subject = [
+        field(1, b"ServiceAccount"),
+        field(3, b"viewer"),
+        field(4, b"team"),
+    ]
+    .concat();
+    let role_ref = [
+        field(1, b"rbac.authorization.k8s.io"),
+        field(2, b"ClusterRole"),
+        field(3, b"view"),
+    ]
+    .concat();
+    let binding = envelope(
+        "RoleBinding",
+        &[
+            field(1, &field(1, b"b")),
+            field(2, &subject),
+            field(3, &role_ref),
+        ]
+        .concat(),
+    );
+    let decoded = decode(&binding).unwrap();
+    assert_eq!(
+        decoded["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "viewer", "namespace": "team"}])
+    );
+    assert_eq!(
+        decoded["roleRef"],
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"})
+    );
+}
+
+#[test]
 fn other_kinds_and_garbage_are_refused() {
     assert!(
         matches!(decode(&envelope("Pod", &[])), Err(Error::Unsupported(kind)) if kind == "Pod")

@@ -124,6 +124,58 @@ async fn kubectl_create_token_authenticates_as_the_default_service_account() {
         "{err}"
     );
 
+    // kubectl sends its RBAC objects as protobuf: `create role` and `create rolebinding` grant the
+    // account reads (and only reads) of pods.
+    for args in [
+        &[
+            "create",
+            "role",
+            "pod-reader",
+            "--verb=get,list,watch",
+            "--resource=pods",
+        ][..],
+        &[
+            "create",
+            "rolebinding",
+            "read",
+            "--role=pod-reader",
+            "--serviceaccount=default:default",
+        ],
+        &[
+            "create",
+            "clusterrole",
+            "node-reader",
+            "--verb=get,list",
+            "--resource=nodes",
+        ],
+        &[
+            "create",
+            "clusterrolebinding",
+            "nodes",
+            "--clusterrole=node-reader",
+            "--serviceaccount=default:default",
+        ],
+    ] {
+        let (code, _, err) = kubectl(&binary, &admin, args).await;
+        assert_eq!(code, 0, "kubectl {args:?}: {err}");
+    }
+    let (code, out, err) = kubectl(
+        &binary,
+        &admin,
+        &["get", "role", "pod-reader", "-o", "json"],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let role: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(role["rules"][0]["apiGroups"], json!([""]));
+    assert_eq!(role["rules"][0]["resources"], json!(["pods"]));
+    let (code, _, err) = kubectl(&binary, &as_account, &["get", "pods"]).await;
+    assert_eq!(code, 0, "the binding lets the account list pods: {err}");
+    let (code, _, err) = kubectl(&binary, &as_account, &["get", "nodes"]).await;
+    assert_eq!(code, 0, "the cluster binding lets it list nodes: {err}");
+    let (code, out, _) = kubectl(&binary, &as_account, &["auth", "can-i", "create", "pods"]).await;
+    assert_eq!((code, out.trim()), (1, "no"));
+
     // A new namespace gets its `default` too; deleted, it comes back (with a new UID), and the
     // old account's token is then refused.
     let (code, _, err) = kubectl(&binary, &admin, &["create", "namespace", "team"]).await;
