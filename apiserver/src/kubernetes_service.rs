@@ -10,8 +10,9 @@
 //! Upstream re-checks both every 10 s; minik reconciles at start and then whenever a watch on the
 //! two keys sees a change, so a deleted Service or edited Endpoints are put back at once.
 //!
-//! What minik simplifies: one API server, so the Endpoints hold one address; the Service is
-//! re-created when missing but an edited Service is left as it is.
+//! What minik simplifies: with one API server the Endpoints hold its address; the Service is
+//! re-created when missing but an edited Service is left as it is. Several API servers on one
+//! etcd use the lease reconciler instead (`endpoint_leases.rs`).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -61,6 +62,12 @@ pub fn endpoints(listen: SocketAddr) -> Value {
 
 /// Creates the Service if it is missing and puts the Endpoints right.
 pub async fn reconcile(state: &AppState, listen: SocketAddr) -> ApiResult<()> {
+    ensure_service(state, listen.port()).await?;
+    ensure_endpoints(state, endpoints(listen), &listen.to_string()).await
+}
+
+/// Creates the Service if it is missing (its `targetPort` is `api_port`).
+pub(crate) async fn ensure_service(state: &AppState, api_port: u16) -> ApiResult<()> {
     let storage = state.storage.as_ref();
     let stored = |key: &str| {
         storage
@@ -73,7 +80,7 @@ pub async fn reconcile(state: &AppState, listen: SocketAddr) -> ApiResult<()> {
             .list("/registry/services/")
             .map_err(|e| ApiError::from_storage(e, "services", ""))?;
         let used = services::allocated(&records);
-        let mut wanted = service(listen.port());
+        let mut wanted = service(api_port);
         if used.ips.contains(&services::KUBERNETES_SERVICE_IP) {
             // A Service created before this rule holds the address: take any other.
             warn!(ip = %services::KUBERNETES_SERVICE_IP, "the kubernetes Service's address is taken");
@@ -87,7 +94,21 @@ pub async fn reconcile(state: &AppState, listen: SocketAddr) -> ApiResult<()> {
             Err(e) => return Err(ApiError::from_storage(e, "services", NAME)),
         }
     }
-    let wanted = endpoints(listen);
+    Ok(())
+}
+
+/// Puts the Endpoints' subsets right: `wanted`'s (`address` says whose, for the log).
+pub(crate) async fn ensure_endpoints(
+    state: &AppState,
+    wanted: Value,
+    address: &str,
+) -> ApiResult<()> {
+    let storage = state.storage.as_ref();
+    let stored = |key: &str| {
+        storage
+            .get(key)
+            .map_err(|e| ApiError::from_storage(e, "endpoints", NAME))
+    };
     let info = by_plural("", "endpoints").expect("endpoints are served");
     let error = |e| ApiError::from_storage(e, "endpoints", NAME);
     match stored(ENDPOINTS_KEY)? {
@@ -98,7 +119,7 @@ pub async fn reconcile(state: &AppState, listen: SocketAddr) -> ApiResult<()> {
                 Ok(_) | Err(crate::storage::Error::AlreadyExists(_)) => {}
                 Err(e) => return Err(error(e)),
             }
-            info!(address = %listen, "wrote the kubernetes Endpoints");
+            info!(address, "wrote the kubernetes Endpoints");
         }
         Some(record) if record.value.get("subsets") != wanted.get("subsets") => {
             let mut object = record.value.as_ref().clone();
@@ -115,7 +136,7 @@ pub async fn reconcile(state: &AppState, listen: SocketAddr) -> ApiResult<()> {
                 .update(ENDPOINTS_KEY, object, Some(record.revision))
                 .await
                 .map_err(error)?;
-            info!(address = %listen, "corrected the kubernetes Endpoints");
+            info!(address, "corrected the kubernetes Endpoints");
         }
         Some(_) => {}
     }

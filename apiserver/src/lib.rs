@@ -52,6 +52,7 @@ pub mod apiextensions;
 pub mod auth;
 pub mod autoscaling_v1;
 pub mod discovery;
+pub mod endpoint_leases;
 pub mod error;
 pub mod events_v1;
 pub mod field_validation;
@@ -119,6 +120,20 @@ pub struct Config {
     pub max_connections: usize,
     /// `tolerationSeconds` of the not-ready and unreachable tolerations new pods get (300, 300).
     pub default_toleration_seconds: (i64, i64),
+    /// How the `kubernetes` Endpoints are kept (`--endpoint-reconciler-type`).
+    pub endpoint_reconciler: EndpointReconciler,
+}
+
+/// How the `kubernetes` Service's Endpoints are kept, as upstream's `--endpoint-reconciler-type`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum EndpointReconciler {
+    /// This server's own address only, put back whenever changed (one apiserver).
+    #[default]
+    MasterCount,
+    /// Each apiserver a Lease; the Endpoints list the live ones (several on one etcd).
+    Lease,
+    /// Nobody keeps them.
+    None,
 }
 
 impl Default for Config {
@@ -135,6 +150,7 @@ impl Default for Config {
             service_account: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             default_toleration_seconds: (300, 300),
+            endpoint_reconciler: EndpointReconciler::MasterCount,
         }
     }
 }
@@ -201,6 +217,10 @@ pub struct Args {
     /// The same for `node.kubernetes.io/unreachable:NoExecute`.
     #[arg(long, default_value_t = 300)]
     pub default_unreachable_toleration_seconds: i64,
+    /// How the `kubernetes` Endpoints are kept: `master-count` (this server alone), `lease` (each
+    /// apiserver a Lease, the live ones listed: several apiservers on one etcd) or `none`.
+    #[arg(long, value_enum, default_value = "master-count")]
+    pub endpoint_reconciler_type: EndpointReconciler,
 }
 
 impl Args {
@@ -249,6 +269,7 @@ impl Args {
                 self.default_not_ready_toleration_seconds,
                 self.default_unreachable_toleration_seconds,
             ),
+            endpoint_reconciler: self.endpoint_reconciler_type,
         }
     }
 }
@@ -308,6 +329,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         kubelet_client: config.kubelet_client,
         service_account: config.service_account,
         max_connections: config.max_connections,
+        endpoint_reconciler: config.endpoint_reconciler,
         ..ServeOptions::default()
     };
     serve_with(listener, backend, options, shutdown).await
@@ -373,6 +395,8 @@ pub struct ServeOptions {
     pub kubelet_client: Option<logs::KubeletClientFiles>,
     /// The ServiceAccount token keys (only with `tls`).
     pub service_account: Option<auth::tokens::KeyFiles>,
+    /// How the `kubernetes` Endpoints are kept.
+    pub endpoint_reconciler: EndpointReconciler,
 }
 
 impl Default for ServeOptions {
@@ -386,6 +410,7 @@ impl Default for ServeOptions {
             kubelet_client: None,
             service_account: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            endpoint_reconciler: EndpointReconciler::MasterCount,
         }
     }
 }
@@ -444,11 +469,19 @@ pub async fn serve_with(
         },
     });
     tokio::spawn(apiextensions::controller::run(state.clone()));
-    tokio::spawn(kubernetes_service::run(
-        state.clone(),
-        local,
-        shutdown.clone(),
-    ));
+    match options.endpoint_reconciler {
+        EndpointReconciler::MasterCount => {
+            tokio::spawn(kubernetes_service::run(
+                state.clone(),
+                local,
+                shutdown.clone(),
+            ));
+        }
+        EndpointReconciler::Lease => {
+            tokio::spawn(endpoint_leases::run(state.clone(), local, shutdown.clone()));
+        }
+        EndpointReconciler::None => {}
+    }
     server::serve_connections(
         listener,
         router(state),

@@ -123,6 +123,12 @@ pub struct ClusterConfig {
     /// The apiserver's `--storage`: `memory` (`minik up --ephemeral`), `etcd://HOST:PORT[/PREFIX]`;
     /// `None`: sled in the data directory.
     pub storage: Option<String>,
+    /// How many apiservers (default 1). More than one needs a shared store (`storage` =
+    /// `etcd://…`): they listen on free loopback ports and `listen` becomes the front door
+    /// (`front_door.rs`) every kubeconfig names.
+    pub apiservers: u8,
+    /// Where each apiserver listens when there are several (chosen at start; leave empty).
+    pub apiserver_listens: Vec<SocketAddr>,
 }
 
 impl Default for ClusterConfig {
@@ -158,6 +164,8 @@ impl Default for ClusterConfig {
             cluster_cidr: None,
             node_cidr_mask_size: crate::nodeipam::DEFAULT_NODE_CIDR_MASK_SIZE,
             storage: None,
+            apiservers: 1,
+            apiserver_listens: Vec::new(),
         }
     }
 }
@@ -180,6 +188,8 @@ pub struct Cluster {
     pub(crate) unexpected: mpsc::UnboundedReceiver<UnexpectedExit>,
     /// The autoscaler's node group and task, when `config.autoscaler` asks for them.
     pub(crate) autoscaling: Option<crate::node_group::Autoscaling>,
+    /// The front door of several apiservers (`config.apiservers` > 1), stopped last.
+    pub(crate) front_door: Option<crate::front_door::FrontDoor>,
 }
 
 /// One started component: what it is, its command line (to restart it) and its supervisor.
@@ -227,6 +237,7 @@ impl Cluster {
     pub async fn start(mut config: ClusterConfig) -> Result<Cluster> {
         config.listen = check_listen(config.listen)?;
         crate::nodeipam::check(&config, None)?;
+        config.apiserver_listens = crate::ha::choose_listens(&config)?;
         if config.components.contains(&Component::Ingress) {
             config.ingress_listen = check_listen(config.ingress_listen)?;
             config.ingress_metrics_listen = check_listen(config.ingress_metrics_listen)?;
@@ -261,6 +272,7 @@ impl Cluster {
             unexpected_tx,
             unexpected,
             autoscaling: None,
+            front_door: None,
         };
         let started = Instant::now();
         let outcome = tokio::select! {
@@ -286,7 +298,9 @@ impl Cluster {
                 continue;
             }
             let step = Instant::now();
-            if component.readiness() == Readiness::NodesReady {
+            if component == Component::Apiserver && self.config.apiservers > 1 {
+                self.start_apiservers().await?;
+            } else if component.readiness() == Readiness::NodesReady {
                 for _ in 0..self.config.nodes {
                     self.launch_kubelet()?;
                 }
@@ -310,8 +324,11 @@ impl Cluster {
             crate::dashboard::prepare(&self.config.data_dir)?;
         }
         let args = component.args(&self.config, node);
-        let node_name = (component == Component::Kubelet).then(|| format!("node-{node}"));
-        let name = component.instance(node_name.as_deref());
+        let name = match component {
+            Component::Kubelet => component.instance(Some(&format!("node-{node}"))),
+            Component::Apiserver if self.config.apiservers > 1 => crate::ha::instance(node),
+            _ => component.instance(None),
+        };
         let running = self.spawn(component, &name, &args)?;
         tracing::info!(component = %name, mode = ?self.config.mode, pid = ?running.pid, "started");
         self.members.push(Member {
@@ -364,7 +381,9 @@ impl Cluster {
         match member.component.readiness() {
             Readiness::Readyz => {
                 let ca = crate::secure::ca_pem(&self.config)?;
-                drain::wait_readyz(&self.server_url, ca.as_deref(), &member.running).await
+                // Each apiserver on its own address (with several, `server_url` is the door).
+                let url = crate::ha::own_url(&self.config, &member.args);
+                drain::wait_readyz(&url, ca.as_deref(), &member.running).await
             }
             Readiness::ReadyLine => drain::wait_ready_line(&member.running).await,
             Readiness::NodesReady => self.wait_nodes_ready().await,
@@ -387,6 +406,10 @@ impl Cluster {
     /// The kind-style line printed once `component` is ready.
     fn progress_line(&self, component: Component) -> String {
         match component {
+            Component::Apiserver if self.config.apiservers > 1 => format!(
+                "Starting {} apiservers behind {}",
+                self.config.apiservers, self.config.listen
+            ),
             Component::Apiserver => format!("Starting apiserver {}", self.config.listen),
             Component::Kubelet => {
                 let names: Vec<String> = (1..=self.nodes).map(|i| format!("node-{i}")).collect();
@@ -479,7 +502,10 @@ pub(crate) fn spawn_component(
     name: &str,
     args: &[String],
 ) -> Result<Supervised> {
-    let address = component.address(config);
+    let address = match component {
+        Component::Apiserver => crate::ha::listen_arg(args).map(|a| a.to_string()),
+        _ => component.address(config),
+    };
     let log_dir = config.data_dir.join("logs");
     let tx = unexpected.clone();
     match config.mode {

@@ -159,9 +159,14 @@ impl Component {
         let mut flag = |name: &str, value: String| args.extend([name.to_string(), value]);
         match self {
             Component::Apiserver => {
-                flag("--listen", config.listen.to_string());
-                let data = config.data_dir.join("apiserver");
+                let (listen, dir) = crate::ha::apiserver_listen(config, node);
+                flag("--listen", listen.to_string());
+                let data = config.data_dir.join(dir);
                 flag("--data-dir", data.display().to_string());
+                if config.apiservers > 1 {
+                    // Each apiserver a Lease; the `kubernetes` Endpoints list the live ones.
+                    flag("--endpoint-reconciler-type", "lease".into());
+                }
                 if let Some(storage) = &config.storage {
                     flag("--storage", storage.clone());
                 }

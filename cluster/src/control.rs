@@ -145,8 +145,8 @@ impl Cluster {
         }
         let apiserver_up = self
             .members
-            .first()
-            .is_some_and(|m| m.component == Component::Apiserver && m.running.is_running());
+            .iter()
+            .any(|m| m.component == Component::Apiserver && m.running.is_running());
         if apiserver_up {
             if let Ok(client) = self.client() {
                 let (progress, grace) = (self.config.progress, self.config.drain_grace);
@@ -171,6 +171,8 @@ impl Cluster {
             }
         }
         self.remove_node_cgroups();
+        // The front door last: nothing is left behind it.
+        self.front_door.take();
         stopped
     }
 

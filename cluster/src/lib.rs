@@ -26,6 +26,7 @@
 //! - [`kubeconfig`]: merging a `minik` context into the user's kubeconfig;
 //! - [`nodeipam`]: each node's pod CIDR, carved from the cluster's pod range;
 //! - [`files`]: where a cluster keeps its data, pid and state files;
+//! - [`ha`] and [`front_door`]: several apiservers on one etcd behind one address;
 //! - [`node_group`]: the cluster autoscaler's node group (kubelets on demand) and its task.
 //!
 //! Read next: `cluster.rs`.
@@ -38,6 +39,8 @@ pub mod dns;
 pub mod drain;
 pub mod ephemeral;
 pub mod files;
+pub mod front_door;
+pub mod ha;
 pub mod kubeconfig;
 pub mod node_group;
 pub mod nodeipam;

@@ -12,6 +12,7 @@ mod daemonsets; // DaemonSets across nodes joining and leaving, a rollout, kill 
 mod dashboard; // minik dashboard: its guard, and the page in headless Chromium
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
 mod fidelity; // issue 19: probes while terminating, initialDelay, deadlines, gates, shim stop, up stop
+mod ha; // issue 22: three apiservers on one etcd, a watch moved across killed apiservers
 mod hook_orphans; // a preStop's setsid child goes with the force-deleted pod
 mod images; // busybox, python, nginx, agnhost as written; 300 short-lived pods on one /24
 mod ingress; // the ingress controller: host/path routing, removal within its lag

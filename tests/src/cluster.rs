@@ -120,6 +120,11 @@ impl Cluster {
         Ok(self.inner_mut().add_node().await?)
     }
 
+    /// The apiservers behind the front door (`apiserver-1` first); empty with one apiserver.
+    pub fn apiserver_addresses(&self) -> Vec<std::net::SocketAddr> {
+        self.inner().apiserver_addresses()
+    }
+
     /// The pid of a process-mode component (`kubelet-node-1`, `apiserver` …).
     pub fn pid(&self, component: &str) -> Option<u32> {
         self.inner().pid(component)

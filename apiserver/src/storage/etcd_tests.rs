@@ -92,3 +92,46 @@ async fn stores_with_different_prefixes_do_not_see_each_other() {
     assert_eq!(a.list("/registry/").expect("list a").0.len(), 1);
     assert_eq!(b.list("/registry/").expect("list b").0.len(), 1);
 }
+
+/// A watch resumed on the other apiserver's store from the last revision seen on the first gets
+/// exactly the later events, once each and in order, even those written before it resumed.
+#[tokio::test]
+async fn a_watch_resumed_on_another_store_misses_and_repeats_nothing() {
+    let Some(server) = EtcdServer::start("a_watch_resumed_on_another_store").await else {
+        return;
+    };
+    let stop = CancellationToken::new();
+    let _stop = stop.clone().drop_guard();
+    let (a, b) = (
+        store(&server, "", &stop).await,
+        store(&server, "", &stop).await,
+    );
+    let key = |i: usize| format!("/registry/configmaps/default/m{i}");
+    let mut on_a = a
+        .watch("/registry/", a.current_revision())
+        .expect("watch a");
+    let mut written = Vec::new();
+    for i in 0..4 {
+        written.push(a.create(&key(i), json!({})).await.expect("create").revision);
+    }
+    let mut last = 0;
+    for _ in 0..2 {
+        let event = tokio::time::timeout(WAIT, on_a.next())
+            .await
+            .expect("event");
+        last = event.expect("some").expect("ok").revision;
+    }
+    drop(on_a); // its apiserver "died" after two events
+    for i in 4..6 {
+        written.push(b.create(&key(i), json!({})).await.expect("create").revision);
+    }
+    let mut on_b = b.watch("/registry/", last).expect("resume on b");
+    let mut resumed = Vec::new();
+    while resumed.len() < 4 {
+        let event = tokio::time::timeout(WAIT, on_b.next())
+            .await
+            .expect("event");
+        resumed.push(event.expect("some").expect("ok").revision);
+    }
+    assert_eq!(resumed, written[2..]);
+}

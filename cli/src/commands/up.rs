@@ -48,6 +48,10 @@ pub struct UpArgs {
     /// `etcd://HOST:PORT[/PREFIX]` (an etcd v3 cluster).
     #[arg(long, value_parser = parse_storage)]
     pub storage: Option<String>,
+    /// How many apiservers (1 to 5), all on the one `--storage etcd://…`, behind a front door on
+    /// --listen that passes TLS through to any live one (docs/storage.md#several-apiservers).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub apiservers: u8,
     /// Passed to the proxy: hold each endpoint update back this long (e.g. `2s`).
     #[arg(long, value_parser = parse_duration)]
     pub sync_delay: Option<String>,
@@ -220,6 +224,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         listen: args.listen,
         nodes,
         storage: args.storage.clone(),
+        apiservers: args.apiservers,
         sync_delay: args.sync_delay.clone(),
         backoff_base: args.backoff_base.clone(),
         heartbeat_interval: args.heartbeat_interval.clone(),

@@ -38,6 +38,8 @@ pub struct ClusterBuilder {
     pub(crate) kubelet_args: Vec<String>,
     pub(crate) autoscaler: Option<minik_cluster_autoscaler::Config>,
     pub(crate) node_cidr_mask_size: Option<u8>,
+    pub(crate) storage: Option<String>,
+    pub(crate) apiservers: u8,
 }
 
 impl Default for ClusterBuilder {
@@ -61,6 +63,8 @@ impl Default for ClusterBuilder {
             kubelet_args: Vec::new(),
             autoscaler: None,
             node_cidr_mask_size: None,
+            storage: None,
+            apiservers: 1,
         }
     }
 }
@@ -178,6 +182,18 @@ impl ClusterBuilder {
         self
     }
 
+    /// The apiserver's `--storage` (`etcd://127.0.0.1:PORT`); default: sled in the data directory.
+    pub fn storage(mut self, storage: &str) -> Self {
+        self.storage = Some(storage.to_string());
+        self
+    }
+
+    /// How many apiservers, behind the launcher's front door (more than one needs etcd).
+    pub fn apiservers(mut self, count: u8) -> Self {
+        self.apiservers = count;
+        self
+    }
+
     /// Starts the cluster and waits until it is ready.
     pub async fn start(self) -> Result<Cluster> {
         init_logging();
@@ -254,6 +270,8 @@ impl ClusterBuilder {
             node_cidr_mask_size: self
                 .node_cidr_mask_size
                 .unwrap_or(minik_cluster::nodeipam::DEFAULT_NODE_CIDR_MASK_SIZE),
+            storage: self.storage.clone(),
+            apiservers: self.apiservers,
             ..ClusterConfig::default()
         }
     }
