@@ -320,6 +320,23 @@ pub const RESOURCES: &[ResourceInfo] = &[
         namespaced: false,
         api_version: "apiextensions.k8s.io/v1",
     },
+    // Admission webhooks (issue 21): the configurations that register them.
+    ResourceInfo {
+        kind: "ValidatingWebhookConfiguration",
+        plural: "validatingwebhookconfigurations",
+        singular: "validatingwebhookconfiguration",
+        short_names: &[],
+        namespaced: false,
+        api_version: "admissionregistration.k8s.io/v1",
+    },
+    ResourceInfo {
+        kind: "MutatingWebhookConfiguration",
+        plural: "mutatingwebhookconfigurations",
+        singular: "mutatingwebhookconfiguration",
+        short_names: &[],
+        namespaced: false,
+        api_version: "admissionregistration.k8s.io/v1",
+    },
 ];
 
 /// Whether `info` is one of the built-in kinds above (not a custom kind a CRD added at run time).

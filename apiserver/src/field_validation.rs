@@ -120,6 +120,13 @@ pub fn unknown_fields(kind: &str, value: &Value) -> Vec<String> {
         "CronJob" => ignored_by::<minik_api::batch::CronJob>(value),
         "Ingress" => ignored_by::<minik_api::networking_v1::Ingress>(value),
         "IngressClass" => ignored_by::<minik_api::networking_v1::IngressClass>(value),
+        // Admission webhooks (issue 21).
+        "ValidatingWebhookConfiguration" => ignored_by::<
+            minik_api::k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration,
+        >(value),
+        "MutatingWebhookConfiguration" => ignored_by::<
+            minik_api::k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
+        >(value),
         _ => Vec::new(),
     }
 }

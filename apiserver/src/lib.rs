@@ -33,13 +33,15 @@
 //! and `Warning:` headers), [`patch`] (strategic merge patch and server-side apply with
 //! `managedFields`), [`protobuf`] (the bodies kubectl's typed `create` commands send) and [`logs`]
 //! (the pod log proxy to the kubelet).
+//! [`admission`] calls the admission webhooks that ValidatingWebhookConfigurations and
+//! MutatingWebhookConfigurations register, on every create, update and delete they match.
 //!
 //! Started with `--tls-cert-file` and `--tls-private-key-file` it serves HTTPS ([`tls`]) and every
 //! request passes [`auth`] first: a client certificate (`--client-ca-file`) or a bearer token
 //! (`--token-auth-file`, or a ServiceAccount JWT verified with `--service-account-key-file`) names
 //! the user. Without those flags it serves plain http with no users.
 //!
-//! minik simplifies: no admission plugins (the namespace lifecycle and defaulting are built in), protobuf only for the request bodies kubectl sends that
+//! minik simplifies: no admission plugin chain (the namespace lifecycle and defaulting are built in; webhooks are called from the write handlers), protobuf only for the request bodies kubectl sends that
 //! way (answers are JSON), one API version per kind, lists served from current state whatever
 //! `resourceVersion` they ask for, strategic-merge list keys from a hand-written table, and
 //! server-side apply tracking only appliers (no `Update` managers, so no conflicts with the
@@ -47,6 +49,7 @@
 //!
 //! Read next: `handlers/mod.rs` (routing), `registry/deletion.rs` (graceful delete), `watch.rs`.
 
+pub mod admission;
 pub mod aggregator;
 pub mod apiextensions;
 pub mod auth;

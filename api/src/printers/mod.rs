@@ -190,6 +190,10 @@ pub fn columns(kind: &str) -> Vec<Column> {
         ],
         // `kubectl get crd` (issue 21): upstream's CRD table prints the creation time itself.
         "CustomResourceDefinition" => &[("Name", 0), ("Created At", 0)],
+        // `printValidatingWebhook` / `printMutatingWebhook` (issue 21).
+        "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration" => {
+            &[("Name", 0), ("Webhooks", 0), ("Age", 0)]
+        }
         _ => &[("Name", 0), ("Age", 0)],
     };
     spec.iter()
@@ -244,6 +248,16 @@ pub fn full_cells(
             let created = object.pointer("/metadata/creationTimestamp");
             let created = created.and_then(Value::as_str).unwrap_or("");
             vec![name_of(object).to_string(), created.to_string()]
+        }
+        "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration" => {
+            let webhooks = object["webhooks"].as_array().map_or(0, Vec::len);
+            let created = object.pointer("/metadata/creationTimestamp");
+            let created = created.and_then(Value::as_str).and_then(|t| t.parse().ok());
+            vec![
+                name_of(object).to_string(),
+                webhooks.to_string(),
+                duration::age(created, now),
+            ]
         }
         _ => {
             let created = object

@@ -12,6 +12,8 @@ use axum::response::Response;
 use minik_api::status;
 use serde_json::json;
 
+use crate::admission::webhook::{self, Review};
+use crate::admission::webhook_match::Operation;
 use crate::error::{json_response, ApiError, ApiResult};
 use crate::field_validation::with_warnings;
 use crate::registry::deletion::DeleteOptions;
@@ -38,6 +40,8 @@ pub async fn delete(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
         );
         return Err(status::failure(403, "Forbidden", message).into());
     }
+    let review = Review::prepare(state, webhook::attributes(request, Operation::Delete));
+    admit(state, review.as_ref(), &target.key()).await?;
     let deleted = delete_one(state, target, &target.key(), target.name(), &options).await?;
     let object = finish(state, target, deleted).await?;
     if target.info.kind == "Namespace" && !options.dry_run && namespaces::is_terminating(&object) {
@@ -45,10 +49,22 @@ pub async fn delete(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
         return Ok(json_response(StatusCode::OK, &latest));
     }
     let response = json_response(StatusCode::OK, &object);
-    Ok(with_warnings(
-        response,
-        &orphaning_warning(target.info.kind, &options),
-    ))
+    let mut warnings = orphaning_warning(target.info.kind, &options);
+    warnings.extend(review.iter().flat_map(Review::warnings));
+    Ok(with_warnings(response, &warnings))
+}
+
+/// Admission webhooks on a DELETE: the stored object is the review's `oldObject` (nothing
+/// stored: the store's 404 comes next).
+async fn admit(state: &AppState, review: Option<&Review<'_>>, key: &str) -> ApiResult<()> {
+    let Some(review) = review else {
+        return Ok(());
+    };
+    let stored = state.storage.get(key).ok().flatten();
+    match stored {
+        Some(record) => review.admit_delete(&record.value).await,
+        None => Ok(()),
+    }
 }
 
 /// A Job deleted without a policy keeps its pods; upstream warns, as `jobStrategy.WarningsOnDelete`
@@ -83,6 +99,7 @@ pub async fn delete_collection(state: &AppState, request: &ApiRequest) -> ApiRes
         .list(&target.prefix())
         .map_err(|e| ApiError::from_storage(e, &target.info.group_resource(), ""))?;
     let mut items = Vec::new();
+    let review = Review::prepare(state, webhook::attributes(request, Operation::Delete));
     for record in records.iter().filter(|r| matches(&selectors, &r.value)) {
         let name = record.value["metadata"]["name"]
             .as_str()
@@ -92,6 +109,13 @@ pub async fn delete_collection(state: &AppState, request: &ApiRequest) -> ApiRes
             .as_str()
             .map(str::to_string);
         let key = storage_key(target.info, namespace.as_deref(), &name);
+        // Upstream's DeleteCollection admits each object as its own DELETE.
+        if let Some(review) = &review {
+            review
+                .named(&name, namespace.as_deref())
+                .admit_delete(&record.value)
+                .await?;
+        }
         match delete_one(state, target, &key, &name, &options).await {
             Ok(deleted) => items.push(finish(state, target, deleted).await?),
             Err(e) if e.code() == 404 => {}

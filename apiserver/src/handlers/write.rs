@@ -15,6 +15,8 @@ use minik_api::{status, ResourceInfo};
 use serde_json::{json, Value};
 use tracing::info;
 
+use crate::admission::webhook::{self, Prepare, Review};
+use crate::admission::webhook_match::Operation;
 use crate::apiextensions;
 use crate::error::{json_response, ApiError, ApiResult};
 use crate::field_validation::{self as fields, Mode};
@@ -25,7 +27,7 @@ use crate::registry::{self, meta, pods, services};
 use crate::request::body::{body_format, decode_object, BodyFormat};
 use crate::request::{storage_key, ApiRequest};
 use crate::store::namespaces;
-use crate::store::update::guaranteed_update;
+use crate::store::update::{guaranteed_update, guaranteed_update_admitted};
 use crate::AppState;
 
 /// `POST …/{plural}`.
@@ -38,15 +40,7 @@ pub async fn create(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
         .into());
     }
     let (body, warnings) = decode_checked(state, request)?;
-    let response = create_object(
-        state,
-        target.info,
-        target.namespace.as_deref(),
-        body,
-        request.params.dry_run(),
-        None,
-    )
-    .await?;
+    let response = create_object(state, request, body, None).await?;
     Ok(fields::with_warnings(response, &warnings))
 }
 
@@ -65,17 +59,21 @@ fn decode_checked(state: &AppState, request: &ApiRequest) -> ApiResult<(Value, V
     Ok((body, warnings))
 }
 
-/// Stores a new object after the registry prepared it (201 with the stored object).
-/// `managed_fields` (from server-side apply) replace whatever the body carried.
+/// Stores a new object after admission and the registry prepared it (201 with the stored
+/// object). `managed_fields` (from server-side apply) replace whatever the body carried.
 async fn create_object(
     state: &AppState,
-    info: &'static ResourceInfo,
-    namespace: Option<&str>,
+    request: &ApiRequest,
     body: Value,
-    dry_run: bool,
     managed_fields: Option<Value>,
 ) -> ApiResult<Response> {
-    let namespace = namespace.filter(|_| info.namespaced);
+    let info = request.target.info;
+    let dry_run = request.params.dry_run();
+    let namespace = request
+        .target
+        .namespace
+        .as_deref()
+        .filter(|_| info.namespaced);
     if let Some(namespace) = namespace {
         namespaces::require_active(state, namespace)?;
     }
@@ -98,6 +96,14 @@ async fn create_object(
         }
         _ => body,
     };
+    // Admission webhooks: mutating ones now, validating ones after the registry's validation.
+    let mut attributes = webhook::attributes(request, Operation::Create);
+    attributes.name = meta::meta_str(&body, "name").unwrap_or("").to_string();
+    let review = Review::prepare(state, attributes);
+    let body = match &review {
+        Some(review) => review.mutate(body, None).await?,
+        None => body,
+    };
     let (_allocation, used) = service_allocations(state, info).await?;
     // A generated name that is taken is generated again (`RetryGenerateName`, GA in 1.32).
     let attempts = if meta::generates_name(&body) {
@@ -105,13 +111,16 @@ async fn create_object(
     } else {
         1
     };
-    retry_name_collisions(attempts, || async {
+    let response = retry_name_collisions(attempts, || async {
         let mut object =
             apiextensions::prepare_create(state, info, body.clone(), namespace, &used)?;
         if let Some(managed) = managed_fields.clone() {
             meta::meta_mut(&mut object)?.insert("managedFields".into(), managed);
         }
         let name = meta::meta_str(&object, "name").unwrap_or("").to_string();
+        if let Some(review) = &review {
+            review.validate(Some(&object), None).await?;
+        }
         if dry_run {
             return Ok(json_response(StatusCode::CREATED, &object));
         }
@@ -124,7 +133,16 @@ async fn create_object(
         info!(kind = info.kind, key = %key, revision = record.revision, "created object");
         Ok(json_response(StatusCode::CREATED, record.value.as_ref()))
     })
-    .await
+    .await?;
+    Ok(admission_warnings(response, review.as_ref()))
+}
+
+/// The webhooks' warnings as `Warning` headers.
+fn admission_warnings(response: Response, review: Option<&Review<'_>>) -> Response {
+    match review {
+        Some(review) => fields::with_warnings(response, &review.warnings()),
+        None => response,
+    }
 }
 
 /// Services: choosing a cluster IP or node port and storing it happen under one lock (see
@@ -187,15 +205,7 @@ async fn create_at_url_name(
 ) -> ApiResult<Response> {
     let target = &request.target;
     meta::meta_mut(&mut body)?.insert("name".into(), Value::String(target.name().to_string()));
-    create_object(
-        state,
-        target.info,
-        target.namespace.as_deref(),
-        body,
-        request.params.dry_run(),
-        managed_fields,
-    )
-    .await
+    create_object(state, request, body, managed_fields).await
 }
 
 /// `PUT …/{plural}/{name}` (and `…/status`).
@@ -211,26 +221,21 @@ pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
     let precondition = meta::resource_version(&body)?;
     let sub = target.subresource.as_deref();
     let (_allocation, used) = service_allocations(state, target.info).await?;
-    let object = guaranteed_update(
+    let prepare = |body: Value, stored: &Value| {
+        apiextensions::prepare_update(state, target.info, body, stored, target.name(), sub, &used)
+    };
+    let review = Review::prepare(state, webhook::attributes(request, Operation::Update));
+    let object = guaranteed_update_admitted(
         state,
         target,
         precondition,
         request.params.dry_run(),
-        |stored| {
-            let body = body.clone();
-            apiextensions::prepare_update(
-                state,
-                target.info,
-                body,
-                stored,
-                target.name(),
-                sub,
-                &used,
-            )
-        },
+        |stored| prepare(body.clone(), stored),
+        review.as_ref().map(|review| (review, &prepare as &Prepare)),
     )
     .await?;
     let response = json_response(StatusCode::OK, &object);
+    let response = admission_warnings(response, review.as_ref());
     Ok(fields::with_warnings(response, &warnings))
 }
 
@@ -253,7 +258,11 @@ pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response
     let sub = target.subresource.as_deref();
     let warnings = Mutex::new(Vec::new());
     let (_allocation, used) = service_allocations(state, target.info).await?;
-    let object = guaranteed_update(
+    let prepare = |body: Value, stored: &Value| {
+        apiextensions::prepare_update(state, target.info, body, stored, target.name(), sub, &used)
+    };
+    let review = Review::prepare(state, webhook::attributes(request, Operation::Update));
+    let object = guaranteed_update_admitted(
         state,
         target,
         precondition,
@@ -274,20 +283,14 @@ pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response
                 );
             }
             *warnings.lock().unwrap_or_else(|p| p.into_inner()) = found;
-            apiextensions::prepare_update(
-                state,
-                target.info,
-                patched,
-                stored,
-                target.name(),
-                sub,
-                &used,
-            )
+            prepare(patched, stored)
         },
+        review.as_ref().map(|review| (review, &prepare as &Prepare)),
     )
     .await?;
     let warnings = warnings.into_inner().unwrap_or_else(|p| p.into_inner());
     let response = json_response(StatusCode::OK, &object);
+    let response = admission_warnings(response, review.as_ref());
     Ok(fields::with_warnings(response, &warnings))
 }
 
@@ -327,7 +330,11 @@ async fn apply(
     let precondition = meta::resource_version(&applied).ok().flatten();
     let sub = target.subresource.as_deref();
     let (_allocation, used) = service_allocations(state, target.info).await?;
-    let object = guaranteed_update(
+    let prepare = |body: Value, stored: &Value| {
+        apiextensions::prepare_update(state, target.info, body, stored, target.name(), sub, &used)
+    };
+    let review = Review::prepare(state, webhook::attributes(request, Operation::Update));
+    let object = guaranteed_update_admitted(
         state,
         target,
         precondition,
@@ -335,19 +342,13 @@ async fn apply(
         |stored| {
             let merged =
                 server_side_apply::apply(kind, Some(stored), &applied, &options).map_err(to_api)?;
-            apiextensions::prepare_update(
-                state,
-                target.info,
-                merged,
-                stored,
-                target.name(),
-                sub,
-                &used,
-            )
+            prepare(merged, stored)
         },
+        review.as_ref().map(|review| (review, &prepare as &Prepare)),
     )
     .await?;
     let response = json_response(StatusCode::OK, &object);
+    let response = admission_warnings(response, review.as_ref());
     Ok(fields::with_warnings(response, &warnings))
 }
 

@@ -83,6 +83,9 @@ pub fn built_in_kinds() -> Vec<KindSchema> {
         kind::<api::autoscaling::v2::HorizontalPodAutoscaler>(),
         kind::<api::autoscaling::v1::HorizontalPodAutoscaler>(),
         kind::<api::events::v1::Event>(),
+        // Admission webhooks (issue 21).
+        kind::<api::admissionregistration::v1::ValidatingWebhookConfiguration>(),
+        kind::<api::admissionregistration::v1::MutatingWebhookConfiguration>(),
     ]
 }
 

@@ -181,6 +181,10 @@ pub fn prepare_create(
         "PersistentVolumeClaim" => storage_kinds::prepare_create_claim(object)?,
         "StorageClass" => storage_kinds::prepare_create_class(object)?,
         "CustomResourceDefinition" => crate::apiextensions::crd::prepare_create(object)?,
+        // Admission webhooks (issue 21).
+        kind @ ("ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration") => {
+            crate::admission::webhook_config::prepare(object, kind)?
+        }
         kind => normalize(object, kind)?,
     };
     check_size(&object)?;
@@ -267,6 +271,10 @@ pub fn prepare_update(
         "PersistentVolumeClaim" => storage_kinds::prepare_update_claim(object, old)?,
         "StorageClass" => storage_kinds::prepare_update_class(object, old)?,
         "CustomResourceDefinition" => crate::apiextensions::crd::prepare_update(object, old)?,
+        // Admission webhooks (issue 21).
+        kind @ ("ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration") => {
+            crate::admission::webhook_config::prepare(object, kind)?
+        }
         kind => normalize(object, kind)?,
     };
     bump_generation(&mut object, old, info.kind);

@@ -11,6 +11,7 @@ use serde_json::Value;
 use tracing::info;
 
 use super::namespaces;
+use crate::admission::webhook::{Prepare, Review};
 use crate::error::{ApiError, ApiResult};
 use crate::registry::meta;
 use crate::request::Target;
@@ -29,6 +30,20 @@ pub async fn guaranteed_update(
     dry_run: bool,
     transform: impl Fn(&Value) -> ApiResult<Value>,
 ) -> ApiResult<Value> {
+    guaranteed_update_admitted(state, target, precondition, dry_run, transform, None).await
+}
+
+/// [`guaranteed_update`] with admission webhooks: on each attempt, after the transform, the
+/// review's mutating webhooks, the registry step `prepare` again on what they changed, and
+/// the validating webhooks (upstream calls admission inside `GuaranteedUpdate`'s try, too).
+pub async fn guaranteed_update_admitted(
+    state: &AppState,
+    target: &Target,
+    precondition: Option<u64>,
+    dry_run: bool,
+    transform: impl Fn(&Value) -> ApiResult<Value>,
+    admission: Option<(&Review<'_>, &Prepare<'_>)>,
+) -> ApiResult<Value> {
     let group_resource = target.info.group_resource();
     let (plural, name, key) = (group_resource.as_str(), target.name(), target.key());
     let storage_error = |e| ApiError::from_storage(e, plural, name);
@@ -46,6 +61,9 @@ pub async fn guaranteed_update(
             }));
         }
         let mut object = transform(&stored.value)?;
+        if let Some((review, prepare)) = admission {
+            object = review.admit_update(object, &stored.value, prepare).await?;
+        }
         meta::meta_mut(&mut object)?.insert(
             "resourceVersion".into(),
             Value::String(stored.revision.to_string()),
