@@ -168,6 +168,14 @@ async fn the_journey_matches_minik_demo_for_the_same_run() {
         let lines = compare(timeline, &steps, &pairs);
         eprintln!("dashboard vs demo race ({pod_name}):\n  {}", lines.join("\n  "));
     }
+    // The demo's clean-up deletes its last pods without waiting: let them go before the cluster
+    // stops (a kubelet stopped mid-termination leaves the pod to the next one).
+    eventually("the demo's pods gone", RUNNING, || async {
+        let shims = cluster.processes().into_iter().filter(|p| p.cmdline.contains(" shim "));
+        (shims.count() == 0).then_some(())
+    })
+    .await
+    .expect("the demo cleaned up");
     stop_clean(cluster).await;
 }
 
