@@ -219,7 +219,10 @@ pub fn endpoint_event_step(event: &Event) -> Option<(String, Step)> {
     let at = views::event_time(event)?.as_millisecond();
     let (pod, ip) = facts::endpoint_pod(event.message.as_deref()?)?;
     let who = views::event_source(event);
-    Some((pod.to_string(), step(at, name, &who, ip.to_string(), "event")))
+    Some((
+        pod.to_string(),
+        step(at, name, &who, ip.to_string(), "event"),
+    ))
 }
 
 /// A consumer's steps, per address: it started routing to the ones added, stopped for the ones gone.

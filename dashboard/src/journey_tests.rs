@@ -196,7 +196,11 @@ fn an_endpoint_controller_event_is_a_step_of_the_pod_it_names() {
     assert_eq!(pod, "race-1");
     assert_eq!(
         (step.step.as_str(), step.who.as_str(), step.at),
-        ("removed from the Endpoints", "endpoint-controller", 1_767_225_600_250)
+        (
+            "removed from the Endpoints",
+            "endpoint-controller",
+            1_767_225_600_250
+        )
     );
     let mut other = event.clone();
     other.reason = Some("EndpointsApplied".into());

@@ -143,7 +143,10 @@ mod tests {
     #[test]
     fn only_changed_ports_are_published_and_a_vanished_port_applies_none() {
         let before = sets(&[
-            ("default/web:http", &["127.244.1.2:8080", "127.244.1.3:8080"]),
+            (
+                "default/web:http",
+                &["127.244.1.2:8080", "127.244.1.3:8080"],
+            ),
             ("default/old:80", &["127.244.1.9:8080"]),
             ("default/same:80", &["127.244.1.5:8080"]),
         ]);

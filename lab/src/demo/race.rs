@@ -385,12 +385,8 @@ fn describe(reason: &str, message: &str, victim: (&str, &str)) -> Option<String>
             .any(|entry| facts::endpoint_ip(entry) == ip)
     };
     match reason {
-        "EndpointRemoved" if about_victim() => {
-            Some("removed from the Endpoints".to_string())
-        }
-        "EndpointNotReady" if about_victim() => {
-            Some("slice: not ready, terminating".to_string())
-        }
+        "EndpointRemoved" if about_victim() => Some("removed from the Endpoints".to_string()),
+        "EndpointNotReady" if about_victim() => Some("slice: not ready, terminating".to_string()),
         "EndpointsApplied" if routes_to_victim() => {
             Some("proxy applied an older change (still routing to the pod)".to_string())
         }

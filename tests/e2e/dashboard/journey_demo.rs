@@ -34,7 +34,11 @@ const CREATE_PAIRS: [(&str, &str, bool); 7] = [
 const RACE_PAIRS: [(&str, &str, bool); 9] = [
     ("delete answered", "deletionTimestamp", false),
     ("object removed", "gone", false),
-    ("removed from the Endpoints", "removed from the Endpoints", true),
+    (
+        "removed from the Endpoints",
+        "removed from the Endpoints",
+        true,
+    ),
     ("slice: not ready", "not ready in the EndpointSlices", true),
     ("proxy applied the removal", "proxy: stopped routing", true),
     ("preStop started", "preStop started", true),
@@ -49,7 +53,9 @@ async fn snapshot(url: &str) -> Option<Value> {
     let page = http().get(url).send().await.ok()?;
     let cookie = page.headers().get("set-cookie")?.to_str().ok()?;
     let cookie = cookie.split(';').next()?.to_string();
-    let request = http().get(format!("{base}/updates")).header("Cookie", cookie);
+    let request = http()
+        .get(format!("{base}/updates"))
+        .header("Cookie", cookie);
     let mut stream = request.send().await.ok()?;
     let mut text = String::new();
     while !text.contains("\n\n") {
@@ -80,14 +86,21 @@ async fn journey_steps(url: &str, key: &str, wanted: &[&str]) -> Vec<(String, i6
         let steps: Vec<(String, i64)> = journey["steps"]
             .as_array()?
             .iter()
-            .map(|s| (s["step"].as_str().unwrap_or("").to_string(), s["at"].as_i64().unwrap_or(0)))
+            .map(|s| {
+                (
+                    s["step"].as_str().unwrap_or("").to_string(),
+                    s["at"].as_i64().unwrap_or(0),
+                )
+            })
             .collect();
         wanted
             .iter()
             .all(|w| steps.iter().any(|(s, _)| s == w))
             .then_some(steps)
     });
-    found.await.unwrap_or_else(|_| panic!("{key}: no journey with {wanted:?}"))
+    found
+        .await
+        .unwrap_or_else(|_| panic!("{key}: no journey with {wanted:?}"))
 }
 
 /// Runs `minik demo PART -o json --quick` against the cluster; returns its JSON.
@@ -96,7 +109,15 @@ async fn demo(cluster: &Cluster, part: &str) -> Value {
     let output = tokio::process::Command::new(binary)
         .arg("--kubeconfig")
         .arg(cluster.kubeconfig())
-        .args(["demo", part, "--server", cluster.server_url(), "-o", "json", "--quick"])
+        .args([
+            "demo",
+            part,
+            "--server",
+            cluster.server_url(),
+            "-o",
+            "json",
+            "--quick",
+        ])
         .kill_on_drop(true)
         .output();
     let output = tokio::time::timeout(Duration::from_secs(180), output)
@@ -166,12 +187,18 @@ async fn the_journey_matches_minik_demo_for_the_same_run() {
         let wanted: Vec<&str> = pairs.iter().map(|p| p.1).collect();
         let steps = journey_steps(&url, &format!("default/{pod_name}"), &wanted).await;
         let lines = compare(timeline, &steps, &pairs);
-        eprintln!("dashboard vs demo race ({pod_name}):\n  {}", lines.join("\n  "));
+        eprintln!(
+            "dashboard vs demo race ({pod_name}):\n  {}",
+            lines.join("\n  ")
+        );
     }
     // The demo's clean-up deletes its last pods without waiting: let them go before the cluster
     // stops (a kubelet stopped mid-termination leaves the pod to the next one).
     eventually("the demo's pods gone", RUNNING, || async {
-        let shims = cluster.processes().into_iter().filter(|p| p.cmdline.contains(" shim "));
+        let shims = cluster
+            .processes()
+            .into_iter()
+            .filter(|p| p.cmdline.contains(" shim "));
         (shims.count() == 0).then_some(())
     })
     .await
@@ -215,7 +242,11 @@ async fn the_journey_shows_each_consumer_s_apply_time_on_deletion() {
             .await
             .expect("Ready");
     }
-    let routing = ["proxy: routing to it", "ingress: routing to it", "loadbalancer: routing to it"];
+    let routing = [
+        "proxy: routing to it",
+        "ingress: routing to it",
+        "loadbalancer: routing to it",
+    ];
     journey_steps(&url, "default/shop-1", &routing).await;
     cluster
         .pods()
@@ -233,9 +264,17 @@ async fn the_journey_shows_each_consumer_s_apply_time_on_deletion() {
     let deleted = at("deletionTimestamp");
     let lines: Vec<String> = stopped[1..]
         .iter()
-        .map(|name| format!("{name:<32} +{} ms after deletionTimestamp", at(name) - deleted))
+        .map(|name| {
+            format!(
+                "{name:<32} +{} ms after deletionTimestamp",
+                at(name) - deleted
+            )
+        })
         .collect();
-    eprintln!("dashboard: consumers' apply times for shop-1:\n  {}", lines.join("\n  "));
+    eprintln!(
+        "dashboard: consumers' apply times for shop-1:\n  {}",
+        lines.join("\n  ")
+    );
     for name in &stopped[1..] {
         assert!(at(name) >= deleted, "{name} before the delete: {lines:#?}");
     }

@@ -366,7 +366,10 @@ async fn a_thousand_pods_keep_the_page_responsive() {
     // seconds after the last create); the dashboard's share is from there to the page's DOM.
     let share = report["drawn_s"].as_f64().unwrap() - report["watched_s"].as_f64().unwrap();
     eprintln!("dashboard: the page's share after the API's watch: {share:.2} s");
-    assert!(share < 3.0, "the page drew 1,000 pods {share:.2} s after a watch saw them");
+    assert!(
+        share < 3.0,
+        "the page drew 1,000 pods {share:.2} s after a watch saw them"
+    );
     let patches = report["patches"].as_u64().unwrap();
     assert!(patches < 500, "batched: {patches} messages for 1,000 pods");
     // The figure itself is a measurement (printed above; the notes carry it): on a loaded 2-core

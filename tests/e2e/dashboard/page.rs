@@ -162,7 +162,10 @@ pub fn deployment(name: &str, version: &str) -> Value {
 
 /// Starts a watch of pods from now on; its task returns the seconds since `started` when it had
 /// seen 1,000 `many-` pods added (0 if it ended first).
-async fn watch_all_added(pods: &minik_client::Api<Pod>, started: Instant) -> tokio::task::JoinHandle<f64> {
+async fn watch_all_added(
+    pods: &minik_client::Api<Pod>,
+    started: Instant,
+) -> tokio::task::JoinHandle<f64> {
     let list = pods
         .list(&minik_client::ListParams::default())
         .await
@@ -172,7 +175,9 @@ async fn watch_all_added(pods: &minik_client::Api<Pod>, started: Instant) -> tok
     let mut stream = pods.watch(&params, &version).await.expect("watch");
     tokio::spawn(async move {
         let mut added = 0;
-        while let Ok(Some(event)) = tokio::time::timeout(Duration::from_secs(60), stream.next()).await {
+        while let Ok(Some(event)) =
+            tokio::time::timeout(Duration::from_secs(60), stream.next()).await
+        {
             if let Ok(minik_api::WatchEvent::Added(pod)) = event {
                 added += pod.metadata.name.is_some_and(|n| n.starts_with("many-")) as usize;
                 if added == 1000 {
