@@ -312,7 +312,9 @@ async fn wait_until_routed(observer: &mut Observer, replicas: usize) -> crate::R
             .await?
         {
             let message = event.message.as_deref().unwrap_or_default();
+            // The ingress controller and the load balancer write the same reason: the proxy's.
             if event.reason.as_deref() == Some("EndpointsApplied")
+                && timeline::event_component(&event) == Some("proxy")
                 && applied_endpoints(message).len() == replicas
             {
                 return Ok(());
