@@ -10,15 +10,21 @@
 //!   postStart and preStop (`PostStartHookStarted` …), `Killing` (SIGTERM), `Killed` (SIGKILL),
 //!   `Exited`;
 //! - EndpointSlice changes: added to the Service's endpoints, marked terminating, removed;
-//! - the proxy's `EndpointsApplied` Events (minik's own, `proxy/src/events.rs`): when it started
-//!   and stopped routing to the pod's address.
+//! - the consumers' `EndpointsApplied` Events (minik's own: the proxy's `proxy/src/events.rs`,
+//!   the ingress controller's and the load balancer's `ingress/src/applied.rs`): when each started
+//!   and stopped routing to the pod's address;
+//! - the endpoint controllers' per-pod Events on the Service (`EndpointRemoved` …), the very
+//!   Events `minik demo race` draws.
+//!
+//! Events are read through `minik_client::events::facts`, as the demo reads them, so a step from
+//! an Event has the same moment in both; a watch step differs only by when each watcher was told.
 //!
 //! Every function here is pure: it compares two states and returns the new steps.
-//! minik simplifies: the ingress and the load balancer write no Events, so only the proxy's apply
-//! times are shown; a pod seen first in a list gets its creation from the second-precision
+//! minik simplifies: a pod seen first in a list gets its creation from the second-precision
 //! `creationTimestamp`.
 
 use k8s_openapi::api::core::v1::{Event, Pod};
+use minik_client::events::facts;
 use serde::Serialize;
 
 use crate::views::{self, SliceEndpoint};
@@ -192,23 +198,31 @@ pub fn slice_steps(
 }
 
 /// The service port and endpoint addresses of a consumer's `EndpointsApplied` message:
-/// `Applied endpoints for default/web:http: 127.244.1.2:8080,127.244.1.3:8080` (or `<none>`).
+/// `Applied endpoints for default/web:http: 127.244.1.2:8080,127.244.1.3:8080` (or `<none>`),
+/// read as the demo reads it (`minik_client::events::facts`).
 pub fn applied_endpoints(message: &str) -> Option<(String, Vec<String>)> {
-    let rest = message.strip_prefix("Applied endpoints for ")?;
-    let (port, list) = rest.rsplit_once(": ")?;
-    let addresses = match list.trim() {
-        "<none>" | "" => Vec::new(),
-        list => list
-            .split(',')
-            .map(|e| {
-                e.trim()
-                    .rsplit_once(':')
-                    .map_or(e, |(ip, _)| ip)
-                    .to_string()
-            })
-            .collect(),
+    let (port, endpoints) = facts::applied_endpoints(message)?;
+    let ips = endpoints.iter().map(|e| facts::endpoint_ip(e).to_string());
+    Some((port.to_string(), ips.collect()))
+}
+
+/// The step an endpoint controller's Event about a Service stands for, and the pod it names:
+/// `Pod web-1 (127.244.1.2) removed from the Endpoints` (the demo's race draws the same Event).
+pub fn endpoint_event_step(event: &Event) -> Option<(String, Step)> {
+    let name = match event.reason.as_deref()? {
+        "EndpointAdded" => "added to the Endpoints",
+        "EndpointRemoved" => "removed from the Endpoints",
+        "EndpointReady" => "ready in the EndpointSlices",
+        "EndpointNotReady" => "not ready in the EndpointSlices",
+        _ => return None,
     };
-    Some((port.to_string(), addresses))
+    let at = views::event_time(event)?.as_millisecond();
+    let (pod, ip) = facts::endpoint_pod(event.message.as_deref()?)?;
+    let who = views::event_source(event);
+    Some((
+        pod.to_string(),
+        step(at, name, &who, ip.to_string(), "event"),
+    ))
 }
 
 /// A consumer's steps, per address: it started routing to the ones added, stopped for the ones gone.

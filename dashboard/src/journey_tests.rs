@@ -180,3 +180,29 @@ fn the_proxy_s_applied_endpoints_become_routing_steps() {
         ]
     );
 }
+
+/// The endpoint controllers' Events about a Service name the pod: its journey gets the step, at
+/// the Event's own time (the moment `minik demo race` draws for it).
+#[test]
+fn an_endpoint_controller_event_is_a_step_of_the_pod_it_names() {
+    let event: Event = serde_json::from_value(json!({
+        "metadata": {"name": "race.1", "namespace": "default"},
+        "involvedObject": {"kind": "Service", "namespace": "default", "name": "race"},
+        "reason": "EndpointRemoved", "reportingComponent": "endpoint-controller",
+        "message": "Pod race-1 (127.244.1.2) removed from the Endpoints",
+        "eventTime": "2026-01-01T00:00:00.250123Z"}))
+    .unwrap();
+    let (pod, step) = endpoint_event_step(&event).unwrap();
+    assert_eq!(pod, "race-1");
+    assert_eq!(
+        (step.step.as_str(), step.who.as_str(), step.at),
+        (
+            "removed from the Endpoints",
+            "endpoint-controller",
+            1_767_225_600_250
+        )
+    );
+    let mut other = event.clone();
+    other.reason = Some("EndpointsApplied".into());
+    assert!(endpoint_event_step(&other).is_none());
+}

@@ -232,24 +232,16 @@ pub fn replica_set(rs: &ReplicaSet) -> Value {
     })
 }
 
-/// When an Event happened: `eventTime` (microseconds), else `lastTimestamp`, else creation.
+/// When an Event happened: `eventTime` (microseconds), else `lastTimestamp`, else `firstTimestamp`.
 pub fn event_time(event: &Event) -> Option<jiff::Timestamp> {
-    event
-        .event_time
-        .as_ref()
-        .map(|t| t.0)
-        .or_else(|| event.last_timestamp.as_ref().map(|t| t.0))
-        .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0))
+    // The demo reads Events through the same function (`minik_client::events::facts`).
+    minik_client::events::facts::event_time(event)
 }
 
-/// Who wrote an Event: `reportingController`, else `source.component`.
+/// Who wrote an Event: `reportingComponent`, else `source.component`.
 pub fn event_source(event: &Event) -> String {
-    event
-        .reporting_component
-        .clone()
-        .filter(|s| !s.is_empty())
-        .or_else(|| event.source.as_ref().and_then(|s| s.component.clone()))
-        .unwrap_or_default()
+    let component = minik_client::events::facts::event_component(event);
+    component.unwrap_or_default().to_string()
 }
 
 /// A line of the events feed.

@@ -281,6 +281,10 @@ impl Fold for Event {
         }
         hub.add_event(views::event(self));
         consumer_journeys(hub, self);
+        if let Some((pod, step)) = journey::endpoint_event_step(self) {
+            let ns = self.involved_object.namespace.clone().unwrap_or_default();
+            hub.add_step_by_key(&format!("{ns}/{pod}"), step);
+        }
         let object = &self.involved_object;
         if object.kind.as_deref() != Some("Pod") {
             return;

@@ -14,13 +14,15 @@
 //! minik keeps that shape: [`watch`] (informers and the sync pace), [`routes`] (the pure route
 //! table), [`backends`] (endpoints from slices, shared with the load balancer), [`server`] (the
 //! HTTP data path, `/metrics`), [`status`] (the IngressClass and the Ingress addresses) and
-//! [`metrics`]. What it simplifies: HTTP only (TLS sections are ignored), no annotations, no
+//! [`metrics`], and [`applied`] (an `EndpointsApplied` Event per backend change, as the proxy
+//! writes). What it simplifies: HTTP only (TLS sections are ignored), no annotations, no
 //! regex paths, no `resource` backends; the controller creates its own IngressClass `minik`,
 //! marked default, at start. `--sync-delay` applies each change only once it is that old (and no newer
 //! one came meanwhile), to stand for a slower controller in the demo's race (seed 003).
 //!
 //! Read next: `routes.rs`, then `server.rs`.
 
+pub mod applied;
 pub mod backends;
 pub mod metrics;
 pub mod routes;
@@ -201,6 +203,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         _ = shutdown.cancelled() => {}
         _ = synced => {
             let pacing = Pacing::Delay(config.sync_delay);
+            let mut publisher = applied::Publisher::new(client.clone(), "ingress");
             while let Some(triggers) = watch::next_sync(&changes, pacing, &shutdown).await {
                 let ours: Vec<Arc<Ingress>> =
                     ingresses.state().into_iter().filter(|i| status::is_ours(i, &class)).collect();
@@ -210,7 +213,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
                     slices: &slices.state(),
                 });
                 let lines = table.describe();
+                let sets = applied::of_table(&table);
                 if shared.install(table) {
+                    publisher.applied(sets, &tasks);
                     metrics.observe_update(&triggers, jiff::Timestamp::now());
                     info!(routes = ?lines, changes = triggers.len(), "applied backends");
                 }

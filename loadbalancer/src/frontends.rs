@@ -89,6 +89,17 @@ pub fn desired(
     frontends
 }
 
+/// The endpoints of each Service port served, as the `EndpointsApplied` Events name them.
+pub fn endpoint_sets(frontends: &BTreeMap<SocketAddr, Frontend>) -> minik_ingress::applied::Sets {
+    frontends
+        .values()
+        .map(|f| {
+            let key = minik_ingress::applied::key(&f.service, &f.port_name);
+            (key, f.endpoints.clone())
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,8 @@
 //! The pieces: [`frontends`] (which Services, which address, which pool: pure), [`balancer`]
 //! (listeners and the TCP proxy), and the sync loop here: informers on Services and
 //! EndpointSlices (`minik_ingress::watch`), a sync every `--batch-period` if anything changed,
-//! the status written once an address is served, `/metrics` like the ingress controller's.
+//! the status written once an address is served, `/metrics` like the ingress controller's, and an
+//! `EndpointsApplied` Event per changed Service port (`minik_ingress::applied`).
 //!
 //! What minik simplifies: TCP only, no health checks of its own, no node ports in the path (it
 //! forwards to pod addresses), `loadBalancerIP` and source ranges ignored.
@@ -28,6 +29,7 @@ use k8s_openapi::api::core::v1::{LoadBalancerIngress, PortStatus, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use minik_api::ObjectKey;
 use minik_client::{Api, Client, Patch};
+use minik_ingress::applied::Publisher;
 use minik_ingress::metrics::SyncMetrics;
 use minik_ingress::watch::{self, informer, Changes, Pacing};
 use serde_json::json;
@@ -124,10 +126,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         _ = shutdown.cancelled() => {}
         _ = synced => {
             let pacing = Pacing::Batch(config.batch_period);
+            let mut publisher = Publisher::new(client.clone(), "loadbalancer");
             while let Some(triggers) = watch::next_sync(&changes, pacing, &shutdown).await {
                 let all = services.state();
                 let desired = frontends::desired(&all, &slices.state());
+                let sets = frontends::endpoint_sets(&desired);
                 if balancer.apply(desired).await {
+                    publisher.applied(sets, &tasks);
                     metrics.observe_update(&triggers, jiff::Timestamp::now());
                     info!(changes = triggers.len(), "applied a batch");
                 }

@@ -17,6 +17,7 @@
 //! rather than queued to a broadcaster goroutine.
 
 pub mod correlator;
+pub mod facts;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -51,7 +51,9 @@ pub async fn run_part(
                 println!("\n== create: apply a pod and a service, and follow the pipeline (times since the apply)");
             }
             let result = create::run(client, "default", narrate).await?;
-            results.insert("create".into(), json!({"timeline": result.timeline.marks}));
+            let origin_ms = result.timeline.origin.map(|at| at.as_millisecond());
+            let timeline = json!({"timeline": result.timeline.marks, "origin_ms": origin_ms});
+            results.insert("create".into(), timeline);
             sections.push(Section {
                 title: "create".into(),
                 caption: "From apply to the first request routed to the new pod.".into(),

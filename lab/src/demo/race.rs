@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use minik_api::core::{Event, Pod, Service};
 use minik_api::WatchEvent;
+use minik_client::events::facts;
 use minik_client::{Api, Client, DeleteParams, ListParams};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -311,7 +312,9 @@ async fn wait_until_routed(observer: &mut Observer, replicas: usize) -> crate::R
             .await?
         {
             let message = event.message.as_deref().unwrap_or_default();
+            // The ingress controller and the load balancer write the same reason: the proxy's.
             if event.reason.as_deref() == Some("EndpointsApplied")
+                && timeline::event_component(&event) == Some("proxy")
                 && applied_endpoints(message).len() == replicas
             {
                 return Ok(());
@@ -320,13 +323,12 @@ async fn wait_until_routed(observer: &mut Observer, replicas: usize) -> crate::R
     }
 }
 
-/// The endpoints listed in an `EndpointsApplied` message
-/// (`Applied endpoints for ns/name:port: ip:port,ip:port`, or `… <none>`).
+/// The endpoints (`ip:port`) listed in an `EndpointsApplied` message, read as the dashboard reads
+/// them (`minik_client::events::facts`).
 fn applied_endpoints(message: &str) -> Vec<&str> {
-    let list = message.rsplit(": ").next().unwrap_or_default();
-    list.split(',')
-        .filter(|entry| !entry.is_empty() && *entry != "<none>")
-        .collect()
+    facts::applied_endpoints(message)
+        .map(|(_, endpoints)| endpoints)
+        .unwrap_or_default()
 }
 
 /// Waits until the pod object is gone; returns when the watch saw it go.
@@ -378,18 +380,15 @@ async fn add_cluster_events(
 /// The mark text of an Event that followed the delete of `victim` (name, IP).
 fn describe(reason: &str, message: &str, victim: (&str, &str)) -> Option<String> {
     let (pod_name, ip) = victim;
+    let about_victim = || facts::endpoint_pod(message).is_some_and(|(pod, _)| pod == pod_name);
     let routes_to_victim = || {
         applied_endpoints(message)
             .iter()
-            .any(|entry| entry.rsplit_once(':').is_some_and(|(host, _)| host == ip))
+            .any(|entry| facts::endpoint_ip(entry) == ip)
     };
     match reason {
-        "EndpointRemoved" if message.contains(pod_name) => {
-            Some("removed from the Endpoints".to_string())
-        }
-        "EndpointNotReady" if message.contains(pod_name) => {
-            Some("slice: not ready, terminating".to_string())
-        }
+        "EndpointRemoved" if about_victim() => Some("removed from the Endpoints".to_string()),
+        "EndpointNotReady" if about_victim() => Some("slice: not ready, terminating".to_string()),
         "EndpointsApplied" if routes_to_victim() => {
             Some("proxy applied an older change (still routing to the pod)".to_string())
         }

@@ -14,6 +14,7 @@
 
 use jiff::Timestamp;
 use minik_api::core::Event;
+use minik_client::events::facts;
 use serde::Serialize;
 
 /// One row of the picture: which part of the system a mark belongs to.
@@ -106,9 +107,17 @@ pub struct Mark {
 pub struct Timeline {
     /// The marks, in time order.
     pub marks: Vec<Mark>,
-    /// The reference moment (`t_ms = 0`), skipped in JSON output.
-    #[serde(skip)]
+    /// The reference moment (`t_ms = 0`), in JSON as `origin_ms` (ms since the epoch), so other
+    /// views of the same run (the dashboard's journey) can be compared with it.
+    #[serde(rename = "origin_ms", serialize_with = "as_millisecond")]
     pub origin: Option<Timestamp>,
+}
+
+fn as_millisecond<S: serde::Serializer>(
+    origin: &Option<Timestamp>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    origin.map(|at| at.as_millisecond()).serialize(serializer)
 }
 
 impl Timeline {
@@ -167,28 +176,14 @@ impl Timeline {
     }
 }
 
-/// Who reported an Event: `reportingComponent` (events.k8s.io style) or the legacy `source.component`.
+/// Who reported an Event (shared with the dashboard's journey: `minik_client::events::facts`).
 pub fn event_component(event: &Event) -> Option<&str> {
-    event
-        .reporting_component
-        .as_deref()
-        .filter(|component| !component.is_empty())
-        .or_else(|| {
-            event
-                .source
-                .as_ref()
-                .and_then(|source| source.component.as_deref())
-        })
+    facts::event_component(event)
 }
 
-/// When an Event happened: `eventTime` (microseconds) if set, else `lastTimestamp` (seconds).
+/// When an Event happened (shared with the dashboard's journey: `minik_client::events::facts`).
 pub fn event_time(event: &Event) -> Option<Timestamp> {
-    event
-        .event_time
-        .as_ref()
-        .map(|time| time.0)
-        .or_else(|| event.last_timestamp.as_ref().map(|time| time.0))
-        .or_else(|| event.first_timestamp.as_ref().map(|time| time.0))
+    facts::event_time(event)
 }
 
 /// Reads the `event=NAME t=RFC3339` lines the `minik/web` program prints about itself.
