@@ -108,8 +108,17 @@ fn a_create_may_not_carry_ephemeral_containers() {
 fn defaults_and_the_container_view_keep_every_field() {
     let mut pod = pod(vec![debugger("a")]);
     default_ephemeral_containers(pod.spec.as_mut().unwrap());
-    let ephemeral = &pod.spec.as_ref().unwrap().ephemeral_containers.as_ref().unwrap()[0];
-    assert_eq!(ephemeral.termination_message_policy.as_deref(), Some("File"));
+    let ephemeral = &pod
+        .spec
+        .as_ref()
+        .unwrap()
+        .ephemeral_containers
+        .as_ref()
+        .unwrap()[0];
+    assert_eq!(
+        ephemeral.termination_message_policy.as_deref(),
+        Some("File")
+    );
     assert_eq!(ephemeral.image_pull_policy.as_deref(), Some("Always"));
     let container = as_container(ephemeral);
     assert_eq!(container.name, "a");
