@@ -33,6 +33,7 @@ pub fn default_pod(pod: &mut Pod) {
     {
         default_container(container);
     }
+    crate::validation::ephemeral::default_ephemeral_containers(spec);
 }
 
 /// The status of a pod the moment it is created: `Pending`, BestEffort QoS (minik has no resources).

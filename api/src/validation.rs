@@ -11,6 +11,7 @@
 //! volumes and mounts, env names, quantities, probes' basic numbers, pod update immutability,
 //! service ports and type); upstream has hundreds. The pod spec's finer rules are in [`pod_spec`].
 
+pub mod ephemeral;
 pub mod pod_spec;
 
 use std::collections::BTreeSet;

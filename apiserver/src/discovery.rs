@@ -159,6 +159,8 @@ pub fn resource_list(group_version: &str) -> Value {
         if info.kind == "Pod" {
             resources.push(subresource_entry(info, "binding", "Binding", &["create"]));
             resources.push(subresource_entry(info, "log", "Pod", &["get"]));
+            let verbs = &["get", "patch", "update"];
+            resources.push(subresource_entry(info, "ephemeralcontainers", "Pod", verbs));
             // Upstream's streaming subresources answer get and create (WebSocket and SPDY).
             for (stream, kind) in [("exec", "PodExecOptions"), ("attach", "PodAttachOptions")] {
                 resources.push(subresource_entry(info, stream, kind, &["create", "get"]));

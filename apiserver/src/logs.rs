@@ -79,6 +79,12 @@ pub fn resolve_container(pod: &Pod, requested: Option<&str>) -> ApiResult<String
         .flatten()
         .chain(&spec.containers)
         .map(|c| c.name.clone())
+        .chain(
+            spec.ephemeral_containers
+                .iter()
+                .flatten()
+                .map(|c| c.name.clone()),
+        )
         .collect();
     match requested.filter(|c| !c.is_empty()) {
         Some(container) if names.iter().any(|n| n == container) => Ok(container.to_string()),
@@ -107,6 +113,7 @@ pub fn check_started(pod: &Pod, container: &str, previous: bool) -> ApiResult<()
         .iter()
         .flatten()
         .chain(status.container_statuses.iter().flatten())
+        .chain(status.ephemeral_container_statuses.iter().flatten())
         .find(|s| s.name == container)
         .cloned();
     let Some(found) = found else {

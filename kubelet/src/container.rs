@@ -249,6 +249,8 @@ pub fn container_config(
         mounts: ctx.mounts.get(&container.name).cloned(),
         pod_ip: ctx.rewrite_binds.then(|| ctx.pod_ip.parse().ok()).flatten(),
         stop_grace_seconds: Some(stop_grace_seconds(pod)),
+        stdin: container.stdin == Some(true),
+        stdin_once: container.stdin_once == Some(true),
     };
     Ok((config, env.invalid_keys))
 }

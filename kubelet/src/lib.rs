@@ -57,6 +57,7 @@ pub mod cri;
 pub mod downward;
 pub mod env;
 pub mod envvars;
+pub mod ephemeral;
 pub mod hooks;
 pub mod images;
 pub mod memory;

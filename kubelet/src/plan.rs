@@ -254,6 +254,7 @@ pub fn plan(input: &PlanInput<'_>) -> Vec<Action> {
         actions.extend(step);
         hook_running |= post_start_pending(input, container, starts);
     }
+    crate::ephemeral::plan_step(input, &mut actions);
     actions
 }
 

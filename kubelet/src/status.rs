@@ -102,12 +102,13 @@ pub fn compute(view: &PodView<'_>) -> PodStatus {
         qos_class: Some(qos_class(view.pod).to_string()),
         init_container_statuses: if init.is_empty() { None } else { Some(init) },
         container_statuses: Some(app),
+        ephemeral_container_statuses: crate::ephemeral::statuses(view),
         ..Default::default()
     }
 }
 
 /// One container's status: state, lastState, ready, started, restartCount and ids.
-fn container_status(view: &PodView<'_>, spec: &Container) -> ApiStatus {
+pub(crate) fn container_status(view: &PodView<'_>, spec: &Container) -> ApiStatus {
     let latest = latest_attempt(view.containers, &spec.name);
     let previous = previous_attempt(view.containers, &spec.name);
     let memo = view.memos.get(&spec.name);

@@ -159,8 +159,8 @@ async fn kubectl_cp_copies_both_ways_and_strangers_may_not_exec() {
     stop_clean(cluster).await;
 }
 
-/// `attach` streams what the container prints from then on; `kubectl debug` reads minik's 404 on
-/// `pods/ephemeralcontainers` (which has `details`, as upstream's) as "disabled" instead of crashing.
+/// `attach` streams what the container prints from then on; `kubectl debug` of a missing pod reads
+/// minik's 404 (which has `details`, as upstream's) instead of crashing (it once did).
 #[tokio::test]
 async fn kubectl_attach_follows_the_output_and_debug_reads_the_404() {
     let Some(binary) = kubectl_binary() else {
@@ -193,10 +193,10 @@ async fn kubectl_attach_follows_the_output_and_debug_reads_the_404() {
     assert!(ticks.iter().all(|t| t.starts_with("tick ")), "{ticks:?}");
     child.kill().await.unwrap();
 
-    let debug = kubectl.run(&["debug", "ticker", "--image=busybox"]).await;
+    let debug = kubectl.run(&["debug", "nope", "--image=busybox"]).await;
     assert_eq!(debug.code, 1, "{debug:#?}");
     assert!(
-        debug.stderr.contains("ephemeral containers are disabled"),
+        debug.stderr.contains("pods \"nope\" not found"),
         "{debug:#?}"
     );
     assert!(!debug.stderr.contains("panic"), "{debug:#?}");

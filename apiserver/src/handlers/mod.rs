@@ -169,7 +169,8 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
     {
         return crate::apiextensions::scale::serve(state, &custom, &method, &request).await;
     }
-    let status_ok = sub == Some("status");
+    // `pods/ephemeralcontainers` reads and writes the pod as `status` does (registry/ephemeral.rs).
+    let status_ok = sub == Some("status") || sub == Some("ephemeralcontainers");
     if method != Method::GET {
         request.params.check_dry_run()?;
     }
@@ -248,7 +249,7 @@ async fn dispatch(state: &AppState, method: Method, request: ApiRequest) -> ApiR
 fn known_subresource(kind: &str, sub: &str) -> bool {
     match sub {
         "status" => crate::registry::has_status_subresource(kind),
-        "binding" | "log" | "eviction" => kind == "Pod",
+        "binding" | "log" | "eviction" | "ephemeralcontainers" => kind == "Pod",
         "token" => kind == "ServiceAccount",
         "scale" => crate::registry::scale::has_scale_subresource(kind),
         _ => false,

@@ -19,6 +19,7 @@ pub mod configmaps;
 pub mod controllers;
 pub mod deletion;
 pub mod disruption;
+pub mod ephemeral;
 pub mod jobs;
 pub mod meta;
 pub mod networking;
@@ -251,6 +252,9 @@ pub fn prepare_update(
         }
     }
     let mut object = match info.kind {
+        "Pod" if subresource == Some("ephemeralcontainers") => {
+            ephemeral::prepare_update(object, old)?
+        }
         "Pod" => pods::prepare_update(object, old)?,
         "Service" => services::prepare_update(object, old, allocated)?,
         "Deployment" => workloads::prepare_update_deployment(object, old)?,

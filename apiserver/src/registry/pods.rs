@@ -81,7 +81,8 @@ pub fn prepare_create(object: Value) -> ApiResult<Value> {
     }
     pod.status = None;
     initial_pod_status(&mut pod);
-    let causes = validate_pod(&pod);
+    let mut causes = validate_pod(&pod);
+    causes.extend(minik_api::validation::ephemeral::forbid_on_create(&pod));
     if !causes.is_empty() {
         return Err(status::invalid("Pod", &name_of(&pod), causes).into());
     }

@@ -74,6 +74,10 @@ pub struct ContainerConfig {
     /// as the container label `io.kubernetes.pod.terminationGracePeriod` for the same reason).
     /// `None`: the shim's default, 10 s as `docker stop`.
     pub stop_grace_seconds: Option<u32>,
+    /// `stdin: true`: the shim keeps a stdin for the container that attach writes into.
+    pub stdin: bool,
+    /// `stdinOnce`: that stdin closes after the first attach session.
+    pub stdin_once: bool,
 }
 
 /// An id the runtime gave a container: `{pod_uid}-{name}-{attempt}` is fine.
@@ -154,6 +158,12 @@ pub trait Runtime: Send + Sync + 'static {
             .into_iter()
             .filter(|c| c.config.pod_uid == pod_uid)
             .collect()
+    }
+
+    /// The FIFO an attach session writes the container's stdin into (`shim/stdin.rs`), if the
+    /// container has one.
+    fn stdin_path(&self, _id: &str) -> Option<PathBuf> {
+        None
     }
 
     /// Forgets an exited container (its record and log are removed); kills it first if it runs.

@@ -496,6 +496,10 @@ pub(crate) fn find_container(pod: &Pod, name: &str) -> Option<Container> {
         .chain(spec.containers.iter())
         .find(|c| c.name == name)
         .cloned()
+        .or_else(|| {
+            let ephemeral = crate::ephemeral::containers(pod);
+            ephemeral.into_iter().find(|c| c.name == name)
+        })
 }
 
 /// Sleeps until `at`, or forever without one.

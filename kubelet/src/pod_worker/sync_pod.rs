@@ -224,7 +224,8 @@ impl PodWorker {
         let Some(spec) = find_container(pod, name) else {
             return;
         };
-        let ctx = self.pod_context(pod);
+        let mut ctx = self.pod_context(pod);
+        crate::ephemeral::lend_world(&mut ctx, pod, name);
         let config = match container_config(pod, &spec, attempt, &ctx, self.ctx.sources.as_ref()) {
             Ok((config, warnings)) => {
                 for warning in warnings {

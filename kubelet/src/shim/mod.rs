@@ -45,7 +45,10 @@
 //! If the shim itself is SIGKILLed, the exit status is lost (as with containerd, #6570): the runtime
 //! then kills the orphaned group and reports exit code 255.
 //!
-//! minik simplifies: no TTY, no stdin, no log rotation, no OOM detection, no cgroups.
+//! - With `stdin: true` in its config, the container's stdin is fed from the FIFO `DIR/stdin`
+//!   (`stdin.rs`), which the kubelet's attach writes into.
+//!
+//! minik simplifies: no TTY, no log rotation, no OOM detection, no cgroups.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -67,6 +70,7 @@ pub mod bind_rewrite;
 mod log;
 mod procfs;
 mod records;
+pub mod stdin;
 mod stop;
 
 pub use log::{cri_log_record, rfc3339_nanos};
@@ -198,10 +202,24 @@ fn supervise(opts: &Options) -> io::Result<i32> {
             eprintln!("minik shim: cannot join {}: {err}", cgroup.display());
         }
     }
-    let mut child = match spawn_container(opts, &config) {
+    // `stdin: true`: a pipe fed from `DIR/stdin` by attach sessions (`stdin.rs`).
+    let stdin = stdin::ContainerStdin::plan(&opts.state_dir, config.stdin, config.stdin_once);
+    let mut stdin = match stdin {
+        Ok(stdin) => stdin,
+        Err(err) => {
+            let message = format!("cannot make the stdin FIFO: {err}");
+            let failure = StartFailure {
+                exit_code: 128,
+                message,
+            };
+            return report_start_failure(opts, failure, started_at);
+        }
+    };
+    let mut child = match spawn_container(opts, &config, &mut stdin) {
         Ok(child) => child,
         Err(failure) => return report_start_failure(opts, failure, started_at),
     };
+    stdin.start();
     let pid = Pid::from_raw(child.id() as i32);
     if let Err(err) = record_start(opts, child.id(), started_at) {
         // Nobody could find this process later: do not leave it running.
@@ -296,6 +314,7 @@ struct StartFailure {
 fn spawn_container(
     opts: &Options,
     config: &StoredConfig,
+    stdin: &mut stdin::ContainerStdin,
 ) -> Result<std::process::Child, StartFailure> {
     let argv0 = &opts.argv[0];
     // Forked before the user namespace, to bind privileged ports from outside it (binder.rs).
@@ -312,12 +331,16 @@ fn spawn_container(
             message: format!("entering the container's mount namespace: {e}"),
         })?;
     }
+    let stdin = stdin.child_end().map_err(|err| StartFailure {
+        exit_code: 128,
+        message: format!("cannot make the container's stdin: {err}"),
+    })?;
     let mut cmd = Command::new(argv0);
     cmd.args(&opts.argv[1..])
         .env_clear()
         .envs(&config.env)
         .process_group(0)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if let Some(dir) = &config.working_dir {

@@ -48,6 +48,12 @@ pub struct StoredConfig {
     /// The grace the shim was started with; absent in older configs and for the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_grace_seconds: Option<u32>,
+    /// `stdin: true`: the container reads a FIFO attach sessions write into (`stdin.rs`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stdin: bool,
+    /// `stdinOnce`: its stdin closes when the first attach session ends.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stdin_once: bool,
 }
 
 impl From<&ContainerConfig> for StoredConfig {
@@ -65,6 +71,8 @@ impl From<&ContainerConfig> for StoredConfig {
             mounts: c.mounts.clone(),
             pod_ip: c.pod_ip,
             stop_grace_seconds: c.stop_grace_seconds,
+            stdin: c.stdin,
+            stdin_once: c.stdin_once,
         }
     }
 }
@@ -84,6 +92,8 @@ impl From<StoredConfig> for ContainerConfig {
             mounts: c.mounts,
             pod_ip: c.pod_ip,
             stop_grace_seconds: c.stop_grace_seconds,
+            stdin: c.stdin,
+            stdin_once: c.stdin_once,
         }
     }
 }

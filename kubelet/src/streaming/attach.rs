@@ -4,8 +4,8 @@
 //! client to the container's own stdio. minik's containers write their stdout and stderr through
 //! the shim into the CRI log file, so attach follows that file from its current end (every 100 ms,
 //! as `logs -f`) and sends each record on channel 1 or 2; when the container exits, its exit code
-//! goes on the error channel as for exec. Left out: stdin (the shim keeps no stdin for the
-//! container) and terminals, so `attach -i`/`-t` only read.
+//! goes on the error channel as for exec. With `-i`, stdin frames go into the container's stdin
+//! FIFO (`attach_stdin.rs`). Left out: terminals (`-t` gets the same pipes).
 
 use std::io::SeekFrom;
 use std::time::Duration;
@@ -52,6 +52,7 @@ pub async fn run<S>(
     ws: WebSocketStream<S>,
     state: ServerState,
     target: ContainerStatus,
+    mut stdin: Option<tokio::net::unix::pipe::Sender>,
 ) -> Option<i32>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -96,7 +97,16 @@ where
             _ = state.shutdown.cancelled() => return None,
             message = source.next() => match message {
                 Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return None,
-                Some(Ok(_)) => {} // stdin and resize: not carried (see the module doc)
+                Some(Ok(Message::Binary(data))) => match channels::decode(&data) {
+                    channels::Incoming::Stdin(bytes) => {
+                        if let Some(sender) = stdin.as_mut() {
+                            if !super::attach_stdin::write(sender, bytes).await { stdin = None; }
+                        }
+                    }
+                    channels::Incoming::Close(channels::STDIN) => stdin = None,
+                    _ => {} // resize: no terminal (see the module doc)
+                },
+                Some(Ok(_)) => {}
             },
             _ = tokio::time::sleep(POLL) => {}
         }

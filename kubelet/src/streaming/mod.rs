@@ -8,6 +8,7 @@
 //! SPDY), with the `v5.channel.k8s.io` and `v4.channel.k8s.io` subprotocols.
 
 pub mod attach;
+pub mod attach_stdin;
 pub mod channels;
 pub mod session;
 pub mod spawn;
@@ -99,6 +100,7 @@ pub async fn exec(
 pub async fn attach(
     State(state): State<ServerState>,
     Path((namespace, pod, container)): Path<(String, String, String)>,
+    Query(pairs): Query<Vec<(String, String)>>,
     request: Request,
 ) -> Response {
     let (accept, protocol) = match handshake(request.headers()) {
@@ -112,12 +114,17 @@ pub async fn attach(
         let message = format!("container \"{container}\" in pod \"{pod}\" is not running");
         return (StatusCode::NOT_FOUND, message).into_response();
     };
-    tracing::info!(pod = %key, %container, protocol, "attach started");
+    let input = exec_request(&pairs).stdin;
+    tracing::info!(pod = %key, %container, protocol, input, "attach started");
     let upgrade = hyper::upgrade::on(request);
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
-        let code = attach::run(ws, state, target).await;
+        let stdin = match input {
+            true => attach_stdin::open(state.runtime.as_ref(), &target.id).await,
+            false => None,
+        };
+        let code = attach::run(ws, state, target, stdin).await;
         tracing::info!(pod = %key, %container, exit_code = ?code, "attach ended");
     });
     switching_protocols(&accept, protocol)

@@ -120,6 +120,8 @@ impl Fixture {
             mounts: None,
             pod_ip: None,
             stop_grace_seconds: None,
+            stdin: false,
+            stdin_once: false,
         }
     }
 

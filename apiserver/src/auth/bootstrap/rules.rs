@@ -118,6 +118,9 @@ pub(super) fn edit_rules() -> Vec<PolicyRule> {
     ));
     rules.push(rule(READ, &[""], &["secrets"]));
     rules.push(rule(&["create"], &[""], &["pods/eviction", "pods/binding"]));
+    // `kubectl debug` adds ephemeral containers with a patch of this subresource.
+    let ephemeral = &["pods/ephemeralcontainers"];
+    rules.push(rule(&["patch", "update"], &[""], ephemeral));
     rules.push(rule(
         WRITE,
         &["apps"],
