@@ -37,6 +37,7 @@ mod statefulset_rollout; // partitioned rolling update, kill -9 mid-rollout: no 
 mod statefulsets; // ordered start/stop, identity and data across deletion, claim retention
 mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress deadline
 mod supervision; // minik up restarts every component killed with -9, no write lost
+mod idle; // issue 24: idle Deployments scaled to zero by the controller manager
 mod up; // minik up, status, down
 mod watch_resume; // minik get -w across an apiserver restart
 mod workload_faults; // scaling mid-rollout, the controller manager killed with -9
