@@ -123,6 +123,9 @@ pub struct ClusterConfig {
     /// The apiserver's `--storage`: `memory` (`minik up --ephemeral`), `etcd://HOST:PORT[/PREFIX]`;
     /// `None`: sled in the data directory.
     pub storage: Option<String>,
+    /// Flags for one node's kubelet, by node name (`node-2`), replacing the same flags of
+    /// `kubelet_args` (`minik up --node-size node-2=cpu=4`).
+    pub node_kubelet_args: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Default for ClusterConfig {
@@ -158,6 +161,7 @@ impl Default for ClusterConfig {
             cluster_cidr: None,
             node_cidr_mask_size: crate::nodeipam::DEFAULT_NODE_CIDR_MASK_SIZE,
             storage: None,
+            node_kubelet_args: Default::default(),
         }
     }
 }

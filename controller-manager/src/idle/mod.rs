@@ -14,13 +14,15 @@
 //!    when it would be long enough; idle long enough → scale to 0 through the `scale` subresource,
 //!    with a `ScaledToZero` Event.
 //!
-//! The idle clock starts at the latest of: the Deployment's creation, its newest pod's creation
-//! (scaling up again restarts it), and the last time one of its pods went from some connections to
+//! The idle clock starts at the latest of: the Deployment's creation, the moment this controller
+//! first saw it annotated, its newest pod's creation (scaling up again restarts it), and the last time one of its pods went from some connections to
 //! none. What minik simplifies: no scale-from-zero (KEDA's interceptor holds the first request and
 //! scales up; here a person or a pipeline scales up), and connections are counted per pod IP, not
 //! per port.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
@@ -89,6 +91,9 @@ pub struct IdleController {
     queue: Arc<WorkQueue>,
     client: Client,
     recorder: minik_client::events::Recorder,
+    /// When this process first saw each Deployment annotated: the clock never starts earlier,
+    /// so a report not written yet (at most a second behind) cannot make a Deployment look idle.
+    first_seen: Mutex<HashMap<ObjectKey, Timestamp>>,
 }
 
 impl IdleController {
@@ -101,6 +106,7 @@ impl IdleController {
             pods: informers.informer::<Pod>().store(),
             reports: report_informer.store(),
             queue: Arc::new(WorkQueue::new()),
+            first_seen: Mutex::default(),
             recorder: minik_client::events::Recorder::new(client.clone(), "idle-controller", None),
             client,
         });
@@ -134,17 +140,22 @@ impl IdleController {
 
     /// Applies the idle rule to one Deployment.
     pub async fn sync_deployment(&self, key: &ObjectKey) -> minik_client::Result<()> {
-        let Some(deployment) = self.deployments.get(key) else {
+        let annotated = self.deployments.get(key).and_then(|d| Some((idle_after(&d)?, d)));
+        let Some((after, deployment)) = annotated else {
+            self.first_seen.lock().map(|mut seen| seen.remove(key)).ok();
             return Ok(());
         };
-        let Some(after) = idle_after(&deployment) else {
-            return Ok(());
-        };
+        let first_seen = self
+            .first_seen
+            .lock()
+            .map(|mut seen| *seen.entry(key.clone()).or_insert_with(Timestamp::now))
+            .unwrap_or_else(|_| Timestamp::now());
         let replicas = deployment.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
         if replicas == 0 || deployment.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }
         let (started, records) = self.activity(&deployment);
+        let started = started.max(first_seen);
         match decide(Timestamp::now(), after, started, &records) {
             Idle::Active => debug!(deployment = %key, "connections open"),
             Idle::Wait(left) => self.queue.add_after(key.clone(), left),
@@ -188,7 +199,7 @@ impl IdleController {
             let born = created(meta);
             started = started.max(born);
             let ip = pod.status.as_ref().and_then(|s| s.pod_ip.as_deref());
-            let Some(ip) = ip.and_then(|ip| ip.parse().ok()) else {
+            let Some(ip) = ip.and_then(|ip| ip.parse::<IpAddr>().ok()) else {
                 continue;
             };
             // A record older than the pod belongs to an earlier pod that had the same IP.
