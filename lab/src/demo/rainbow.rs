@@ -177,13 +177,6 @@ impl Ctx<'_> {
 
     /// A Service and an Ingress for host `APP.demo` selecting `selector`.
     async fn expose(&self, app: &str, selector: &[(&str, &str)]) -> crate::Result<String> {
-        // Blue is left to the controller manager's idle rule (issue 24): scaled to 0 once its
-        // last connection through the ingress has been closed for `idle`.
-        let idle = format!("{}ms", self.timing.idle.as_millis());
-        let annotation = json!({"metadata": {"annotations": {IDLE_ANNOTATION: idle}}});
-        self.deployments()
-            .patch("rainbow-blue", &Patch::Merge(annotation))
-            .await?;
         let services = Api::<Service>::namespaced(self.client.clone(), self.namespace);
         services
             .create(&manifests::service_of_type(app, selector, "ClusterIP"))
@@ -348,6 +341,13 @@ impl Ctx<'_> {
                 &tally,
                 |c, _| c.groups.len() > 1 && c.current().count(1, State::Ready) == replicas,
             )
+            .await?;
+        // Blue is left to the controller manager's idle rule (issue 24): scaled to 0 once its
+        // last connection through the ingress has been closed for `idle`.
+        let idle = format!("{}ms", self.timing.idle.as_millis());
+        let annotation = json!({"metadata": {"annotations": {IDLE_ANNOTATION: idle}}});
+        self.deployments()
+            .patch("rainbow-blue", &Patch::Merge(annotation))
             .await?;
         let services = Api::<Service>::namespaced(self.client.clone(), self.namespace);
         services
