@@ -34,7 +34,11 @@ fn idle_deployment() -> Deployment {
 }
 
 fn replicas(deployment: &Deployment) -> i32 {
-    deployment.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+    deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1)
 }
 
 /// Opens a streaming answer through `address` (the proxy) and reads its first line: the
@@ -46,21 +50,30 @@ async fn open_stream(address: &str) -> TcpStream {
     let mut first = [0u8; 256];
     let read = stream.read(&mut first).await.expect("read");
     let head = String::from_utf8_lossy(&first[..read]).to_string();
-    assert!(head.starts_with("HTTP/1.1 200"), "a streaming answer: {head}");
+    assert!(
+        head.starts_with("HTTP/1.1 200"),
+        "a streaming answer: {head}"
+    );
     stream
 }
 
 /// Waits until the proxy's report shows a connection open to one of the Deployment's pods.
 async fn reported_open(cluster: &Cluster) {
     let maps: Api<ConfigMap> = Api::namespaced(cluster.client(), "kube-system");
-    eventually("the proxy reports the connection", Duration::from_secs(10), || {
-        let maps = maps.clone();
-        async move {
-            let report = maps.get_opt("connections-kube-proxy").await.ok()??;
-            let data = report.data.unwrap_or_default();
-            data.values().any(|v| !v.starts_with("open=0,")).then_some(())
-        }
-    })
+    eventually(
+        "the proxy reports the connection",
+        Duration::from_secs(10),
+        || {
+            let maps = maps.clone();
+            async move {
+                let report = maps.get_opt("connections-kube-proxy").await.ok()??;
+                let data = report.data.unwrap_or_default();
+                data.values()
+                    .any(|v| !v.starts_with("open=0,"))
+                    .then_some(())
+            }
+        },
+    )
     .await
     .expect("an open connection in kube-system/connections-kube-proxy");
 }
@@ -77,7 +90,10 @@ async fn an_idle_deployment_goes_to_zero_after_its_last_connection_and_not_befor
         .await
         .expect("create service");
     let cluster_ip = created.spec.and_then(|s| s.cluster_ip).expect("clusterIP");
-    deployments.create(&idle_deployment()).await.expect("create");
+    deployments
+        .create(&idle_deployment())
+        .await
+        .expect("create");
     wait_for(
         &cluster.endpoints(),
         NAME,
@@ -93,7 +109,11 @@ async fn an_idle_deployment_goes_to_zero_after_its_last_connection_and_not_befor
     // Held open for the annotation's time and the slack: the Deployment keeps its 2 replicas.
     let address = format!("{cluster_ip}:80");
     let stream = eventually("the proxy routes", Duration::from_secs(10), || async {
-        Some(tokio::time::timeout(Duration::from_secs(2), open_stream(&address)).await.ok()?)
+        Some(
+            tokio::time::timeout(Duration::from_secs(2), open_stream(&address))
+                .await
+                .ok()?,
+        )
     })
     .await
     .expect("a stream through the proxy");
@@ -101,7 +121,12 @@ async fn an_idle_deployment_goes_to_zero_after_its_last_connection_and_not_befor
     let held = Instant::now();
     while held.elapsed() < AFTER + SLACK {
         let now = deployments.get(NAME).await.expect("get");
-        assert_eq!(replicas(&now), 2, "held at 2 by an open connection ({:?})", held.elapsed());
+        assert_eq!(
+            replicas(&now),
+            2,
+            "held at 2 by an open connection ({:?})",
+            held.elapsed()
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 
@@ -113,12 +138,22 @@ async fn an_idle_deployment_goes_to_zero_after_its_last_connection_and_not_befor
         .expect("scaled to zero");
     let took = closed.elapsed();
     println!("idle rule: connection closed → replicas 0 after {took:?} (annotation {AFTER:?})");
-    assert!(took >= AFTER - Duration::from_millis(500), "not before the annotation's time: {took:?}");
+    assert!(
+        took >= AFTER - Duration::from_millis(500),
+        "not before the annotation's time: {took:?}"
+    );
     assert!(took <= AFTER + SLACK, "within the slack: {took:?}");
 
     let events: Api<Event> = Api::namespaced(client.clone(), "default");
     let list = events.list(&ListParams::default()).await.expect("events");
-    let scaled = list.items.iter().filter(|e| e.reason.as_deref() == Some("ScaledToZero"));
-    assert_eq!(scaled.count(), 1, "one ScaledToZero event on the Deployment");
+    let scaled = list
+        .items
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("ScaledToZero"));
+    assert_eq!(
+        scaled.count(),
+        1,
+        "one ScaledToZero event on the Deployment"
+    );
     stop_clean(cluster).await;
 }

@@ -13,6 +13,7 @@ mod dashboard; // minik dashboard: its guard, and the page in headless Chromium
 mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
 mod fidelity; // issue 19: probes while terminating, initialDelay, deadlines, gates, shim stop, up stop
 mod hook_orphans; // a preStop's setsid child goes with the force-deleted pod
+mod idle; // issue 24: idle Deployments scaled to zero by the controller manager
 mod images; // busybox, python, nginx, agnhost as written; 300 short-lived pods on one /24
 mod ingress; // the ingress controller: host/path routing, removal within its lag
 mod job_policies; // ttlSecondsAfterFinished, podFailurePolicy FailJob on an exit code and Ignore on an eviction
@@ -37,7 +38,6 @@ mod statefulset_rollout; // partitioned rolling update, kill -9 mid-rollout: no 
 mod statefulsets; // ordered start/stop, identity and data across deletion, claim retention
 mod strategies; // maxSurge/maxUnavailable, Recreate, minReadySeconds, progress deadline
 mod supervision; // minik up restarts every component killed with -9, no write lost
-mod idle; // issue 24: idle Deployments scaled to zero by the controller manager
 mod up; // minik up, status, down
 mod watch_resume; // minik get -w across an apiserver restart
 mod workload_faults; // scaling mid-rollout, the controller manager killed with -9

@@ -536,13 +536,21 @@ mod tests {
             up: UpArgs,
         }
         let parse = |argv: &[&str]| <Cli as clap::Parser>::try_parse_from(argv).map(|c| c.up);
-        let up = parse(&["up", "--node-cpu", "2", "--node-size", "node-2=cpu=4,memory=8Gi,pods=50"]);
+        let up = parse(&[
+            "up",
+            "--node-cpu",
+            "2",
+            "--node-size",
+            "node-2=cpu=4,memory=8Gi,pods=50",
+        ]);
         let up = up.unwrap();
         assert_eq!(
             up.node_size,
             [(
                 "node-2".to_string(),
-                ["--cpu", "4", "--memory", "8Gi", "--max-pods", "50"].map(String::from).to_vec()
+                ["--cpu", "4", "--memory", "8Gi", "--max-pods", "50"]
+                    .map(String::from)
+                    .to_vec()
             )]
         );
         assert!(parse(&["up", "--node-size", "node-2=cpu=lots"]).is_err());

@@ -59,7 +59,12 @@ pub enum Idle {
 
 /// The idle rule, a pure function: `records` are the connection records of the Deployment's pods
 /// (from every report), `started` when the idle clock would start without any connection.
-pub fn decide(now: Timestamp, after: Duration, started: Timestamp, records: &[PodConnections]) -> Idle {
+pub fn decide(
+    now: Timestamp,
+    after: Duration,
+    started: Timestamp,
+    records: &[PodConnections],
+) -> Idle {
     if records.iter().any(|record| record.open > 0) {
         return Idle::Active;
     }
@@ -121,7 +126,10 @@ impl IdleController {
         let weak = Arc::downgrade(&controller);
         report_informer.add_handler(move |change: &Change<ConfigMap>| {
             let meta = &change.object().metadata;
-            let is_report = meta.labels.as_ref().is_some_and(|l| l.contains_key(connections::LABEL));
+            let is_report = meta
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(connections::LABEL));
             if let (true, Some(controller)) = (is_report, weak.upgrade()) {
                 controller.queue_annotated();
             }
@@ -140,7 +148,10 @@ impl IdleController {
 
     /// Applies the idle rule to one Deployment.
     pub async fn sync_deployment(&self, key: &ObjectKey) -> minik_client::Result<()> {
-        let annotated = self.deployments.get(key).and_then(|d| Some((idle_after(&d)?, d)));
+        let annotated = self
+            .deployments
+            .get(key)
+            .and_then(|d| Some((idle_after(&d)?, d)));
         let Some((after, deployment)) = annotated else {
             self.first_seen.lock().map(|mut seen| seen.remove(key)).ok();
             return Ok(());
@@ -150,7 +161,11 @@ impl IdleController {
             .lock()
             .map(|mut seen| *seen.entry(key.clone()).or_insert_with(Timestamp::now))
             .unwrap_or_else(|_| Timestamp::now());
-        let replicas = deployment.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        let replicas = deployment
+            .spec
+            .as_ref()
+            .and_then(|s| s.replicas)
+            .unwrap_or(1);
         if replicas == 0 || deployment.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }
@@ -171,7 +186,10 @@ impl IdleController {
     fn activity(&self, deployment: &Deployment) -> (Timestamp, Vec<PodConnections>) {
         let namespace = deployment.metadata.namespace.clone().unwrap_or_default();
         let created = |meta: &minik_api::meta::ObjectMeta| {
-            meta.creation_timestamp.as_ref().map(|t| t.0).unwrap_or(Timestamp::UNIX_EPOCH)
+            meta.creation_timestamp
+                .as_ref()
+                .map(|t| t.0)
+                .unwrap_or(Timestamp::UNIX_EPOCH)
         };
         let selector = deployment
             .spec
@@ -185,7 +203,12 @@ impl IdleController {
             .state()
             .into_iter()
             .filter(|cm| cm.metadata.namespace.as_deref() == Some(connections::NAMESPACE))
-            .filter(|cm| cm.metadata.labels.as_ref().is_some_and(|l| l.contains_key(connections::LABEL)))
+            .filter(|cm| {
+                cm.metadata
+                    .labels
+                    .as_ref()
+                    .is_some_and(|l| l.contains_key(connections::LABEL))
+            })
             .flat_map(|cm| connections::parse_report(&cm.data.clone().unwrap_or_default()))
             .collect();
         let mut started = created(&deployment.metadata);
@@ -203,7 +226,9 @@ impl IdleController {
                 continue;
             };
             // A record older than the pod belongs to an earlier pod that had the same IP.
-            let mine = reports.iter().filter(|(at, record)| *at == ip && record.since >= born);
+            let mine = reports
+                .iter()
+                .filter(|(at, record)| *at == ip && record.since >= born);
             records.extend(mine.map(|(_, record)| *record));
         }
         (started, records)
@@ -219,7 +244,10 @@ impl IdleController {
         replicas: i32,
     ) -> minik_client::Result<()> {
         let namespace = key.namespace.clone().unwrap_or_default();
-        let path = format!("/apis/apps/v1/namespaces/{namespace}/deployments/{}/scale", key.name);
+        let path = format!(
+            "/apis/apps/v1/namespaces/{namespace}/deployments/{}/scale",
+            key.name
+        );
         let mut scale = self.client.request_json(Method::GET, &path, None).await?;
         scale["spec"]["replicas"] = Value::from(0);
         self.client

@@ -31,7 +31,9 @@ fn idle_is_counted_from_the_last_close() {
     );
     assert_eq!(
         decide(at(190), MINUTE, at(0), &records),
-        Idle::ScaleToZero { idle_since: at(130) }
+        Idle::ScaleToZero {
+            idle_since: at(130)
+        }
     );
 }
 

@@ -98,7 +98,9 @@ pub fn svg(samples: &[(f64, usize)], start_ms: f64, end_ms: f64) -> String {
     const LEFT: f64 = 60.0;
     const HEIGHT: f64 = 120.0;
     let end = end_ms.max(start_ms + 1000.0);
-    let x = |t: f64| LEFT + (t.clamp(start_ms, end) - start_ms) / (end - start_ms) * (WIDTH - LEFT - 20.0);
+    let x = |t: f64| {
+        LEFT + (t.clamp(start_ms, end) - start_ms) / (end - start_ms) * (WIDTH - LEFT - 20.0)
+    };
     let most = samples.iter().map(|&(_, c)| c).max().unwrap_or(1).max(1) as f64;
     let y = |c: usize| 20.0 + (1.0 - c as f64 / most) * (HEIGHT - 50.0);
     let mut path = String::new();
@@ -114,7 +116,13 @@ pub fn svg(samples: &[(f64, usize)], start_ms: f64, end_ms: f64) -> String {
     }
     let labels: String = samples
         .iter()
-        .map(|&(t, c)| format!("<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{c}</text>", x(t) + 2.0, y(c) - 3.0))
+        .map(|&(t, c)| {
+            format!(
+                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{c}</text>",
+                x(t) + 2.0,
+                y(c) - 3.0
+            )
+        })
         .collect();
     format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"100%\" style=\"max-width:{WIDTH}px\" class=\"chart\" data-series=\"nodes\">\

@@ -93,8 +93,10 @@ pub async fn run_part(
             );
             for run in runs {
                 // With nodes, the axis runs on to the scale-down.
-                let end_ms = (run.finished_ms + 500.0).max(run.nodes_back_ms.unwrap_or(0.0) + 500.0);
-                let mut svg = chart::svg(&run.groups, &run.samples, &run.outcomes, end_ms, "requests");
+                let end_ms =
+                    (run.finished_ms + 500.0).max(run.nodes_back_ms.unwrap_or(0.0) + 500.0);
+                let mut svg =
+                    chart::svg(&run.groups, &run.samples, &run.outcomes, end_ms, "requests");
                 let mut caption = format!(
                     "Times after the image was changed. Peak: {} pods ({} old, {} new; {} Ready, {} Terminating). {} requests through the Service, {} failed.",
                     run.peak.pods, run.peak.old, run.peak.new, run.peak.ready, run.peak.terminating, run.requests, run.failed
@@ -102,7 +104,11 @@ pub async fn run_part(
                 if let Some(peak) = run.node_peak {
                     let start = run.samples.first().map_or(0.0, |s| s.t_ms).min(0.0);
                     svg.push_str(&nodes::svg(&run.node_samples, start, end_ms));
-                    caption.push_str(&format!(" Nodes: {} at the start, {peak} at the peak, {} at the end.", nodes::START_NODES, run.nodes_after.unwrap_or(peak)));
+                    caption.push_str(&format!(
+                        " Nodes: {} at the start, {peak} at the peak, {} at the end.",
+                        nodes::START_NODES,
+                        run.nodes_after.unwrap_or(peak)
+                    ));
                 }
                 sections.push(Section {
                     title: format!("rollout: {}", run.name),

@@ -386,7 +386,9 @@ impl Ctx<'_> {
         let idle_scaled_ms = last_closed.map(|t| ms(t.elapsed()));
         if self.narrate {
             let after = idle_scaled_ms.map_or(-1.0, |m| m / 1000.0);
-            println!("    blue scaled to 0 by the idle rule {after:.1} s after its last stream ended");
+            println!(
+                "    blue scaled to 0 by the idle rule {after:.1} s after its last stream ended"
+            );
         }
         let bound = Duration::from_secs(60) + self.timing.shutdown * 2;
         watch

@@ -296,12 +296,18 @@ async fn run_one(
     let finished_ms = ms_since(started);
     tokio::time::sleep(Duration::from_millis(500)).await; // A last half second of load.
     stop_load.cancel();
-    let (mut node_peak, mut nodes_after, mut nodes_back_ms, mut node_series) = (None, None, None, vec![]);
+    let (mut node_peak, mut nodes_after, mut nodes_back_ms, mut node_series) =
+        (None, None, None, vec![]);
     if let (Some(samples), Some(bound)) = (&node_samples, spec.scale_down) {
         if narrate {
-            println!("  old pods gone; waiting up to {} for the added nodes to be removed", secs(bound));
+            println!(
+                "  old pods gone; waiting up to {} for the added nodes to be removed",
+                secs(bound)
+            );
         }
-        nodes_back_ms = nodes::wait_back(samples, nodes::START_NODES, bound).await.map(|t| t - update_ms);
+        nodes_back_ms = nodes::wait_back(samples, nodes::START_NODES, bound)
+            .await
+            .map(|t| t - update_ms);
         stop_nodes.cancel();
         node_series = samples.lock().map(|s| s.clone()).unwrap_or_default();
         let (peak, last) = nodes::peak_and_last(&node_series);
@@ -412,7 +418,10 @@ fn ask_for_cpu(deployment: &mut Deployment, cpu: &str) {
     for container in containers.into_iter().flatten() {
         let resources = container.resources.get_or_insert_with(Default::default);
         let requests = resources.requests.get_or_insert_with(Default::default);
-        requests.insert("cpu".into(), k8s_openapi::apimachinery::pkg::api::resource::Quantity(cpu.to_string()));
+        requests.insert(
+            "cpu".into(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity(cpu.to_string()),
+        );
     }
 }
 
@@ -487,9 +496,9 @@ fn print_run(run: &RolloutRun) {
         run.failed
     );
     if let Some(peak) = run.node_peak {
-        let back = run
-            .nodes_back_ms
-            .map_or("not yet".to_string(), |t| format!("at +{:.1} s", t / 1000.0));
+        let back = run.nodes_back_ms.map_or("not yet".to_string(), |t| {
+            format!("at +{:.1} s", t / 1000.0)
+        });
         println!(
             "  nodes: {} at the start, {peak} at the peak, {} at the end (back to {} {back})",
             nodes::START_NODES,
