@@ -109,11 +109,9 @@ async fn an_idle_deployment_goes_to_zero_after_its_last_connection_and_not_befor
     // Held open for the annotation's time and the slack: the Deployment keeps its 2 replicas.
     let address = format!("{cluster_ip}:80");
     let stream = eventually("the proxy routes", Duration::from_secs(10), || async {
-        Some(
-            tokio::time::timeout(Duration::from_secs(2), open_stream(&address))
-                .await
-                .ok()?,
-        )
+        tokio::time::timeout(Duration::from_secs(2), open_stream(&address))
+            .await
+            .ok()
     })
     .await
     .expect("a stream through the proxy");
