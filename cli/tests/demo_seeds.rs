@@ -72,6 +72,53 @@ fn rollout_runs_old_terminating_beside_new_ready_pods_and_loses_no_request() {
     }
 }
 
+/// Issue 24: with small nodes the preStop run's old pods, lingering, make new ones
+/// Unschedulable: the cluster autoscaler adds nodes (never past --max-nodes) and removes them
+/// once the old pods are gone.
+#[test]
+fn rollout_on_small_nodes_adds_nodes_and_removes_them_after() {
+    let results = demo(&[
+        "rollout",
+        "--speed",
+        "10",
+        "--replicas",
+        "3",
+        "--large-replicas",
+        "3",
+        "--rate",
+        "20",
+        "--max-nodes",
+        "4",
+    ]);
+    let runs = results["rollout"]["runs"].as_array().expect("runs");
+    let pre_stop = runs
+        .iter()
+        .find(|r| r["name"].as_str().unwrap().contains("preStop"))
+        .expect("the preStop run");
+    let peak = pre_stop["node_peak"]
+        .as_u64()
+        .expect("the node count is followed");
+    assert!(peak > 2 && peak <= 4, "nodes added, at most 4: {pre_stop}");
+    assert_eq!(pre_stop["nodes_after"].as_u64(), Some(2), "{pre_stop}");
+    let back = pre_stop["nodes_back_ms"]
+        .as_f64()
+        .expect("the added nodes removed");
+    for run in runs {
+        let (name, peak, finished) = (&run["name"], &run["node_peak"], &run["finished_ms"]);
+        let back = &run["nodes_back_ms"];
+        println!("rollout {name}: nodes 2 → {peak}; old pods gone +{finished} ms; back to 2 at +{back} ms");
+    }
+    assert!(
+        back > pre_stop["finished_ms"].as_f64().unwrap(),
+        "after the old pods: {pre_stop}"
+    );
+    assert_eq!(
+        pre_stop["failed"].as_u64(),
+        Some(0),
+        "no request fails: {pre_stop}"
+    );
+}
+
 #[test]
 fn rainbow_cuts_no_connection_where_a_rolling_update_cuts_some() {
     let results = demo(&[
@@ -99,6 +146,20 @@ fn rainbow_cuts_no_connection_where_a_rolling_update_cuts_some() {
         Some(4),
         "blue and green side by side: {rainbow}"
     );
+    // Blue went to 0 by the idle rule: after its last stream had been closed for the
+    // annotation's time (less the demo's 200 ms polling), within a few seconds of slack.
+    let idle = rainbow["idle_ms"].as_f64().expect("the idle rule's time");
+    let scaled = rainbow["idle_scaled_ms"]
+        .as_f64()
+        .expect("scaled to 0 by the idle rule");
+    println!(
+        "rainbow: blue scaled to 0 {scaled:.0} ms after its last stream (idle rule {idle:.0} ms)"
+    );
+    assert!(
+        scaled >= idle - 500.0,
+        "not before the idle time: {rainbow}"
+    );
+    assert!(scaled <= idle + 6000.0, "within the slack: {rainbow}");
 }
 
 #[test]

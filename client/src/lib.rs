@@ -26,6 +26,7 @@
 
 pub mod api;
 pub mod client;
+pub mod connections;
 pub mod error;
 pub mod events;
 pub mod kubeconfig;

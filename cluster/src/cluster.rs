@@ -129,6 +129,9 @@ pub struct ClusterConfig {
     pub apiservers: u8,
     /// Where each apiserver listens when there are several (chosen at start; leave empty).
     pub apiserver_listens: Vec<SocketAddr>,
+    /// Flags for one node's kubelet, by node name (`node-2`), replacing the same flags of
+    /// `kubelet_args` (`minik up --node-size node-2=cpu=4`).
+    pub node_kubelet_args: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Default for ClusterConfig {
@@ -166,6 +169,7 @@ impl Default for ClusterConfig {
             storage: None,
             apiservers: 1,
             apiserver_listens: Vec::new(),
+            node_kubelet_args: Default::default(),
         }
     }
 }

@@ -203,7 +203,8 @@ impl Component {
                     &config.heartbeat_interval,
                 );
                 args.extend(crate::dns::kubelet_flags(config.dns_listen));
-                args.extend(config.kubelet_args.iter().cloned());
+                let own = config.node_kubelet_args.get(&format!("node-{node}"));
+                args.extend(with_overrides(&config.kubelet_args, own.map(Vec::as_slice)));
             }
             Component::Proxy => {
                 flag("--server", server);
@@ -312,9 +313,37 @@ fn parse<A: clap::Args>(args: &[String]) -> Result<A> {
         .map_err(|err| Error::Start(format!("{}: bad flags: {err}", args[0])))
 }
 
+/// `base` (`--flag value` pairs) with the flags `own` sets taken out, then `own`: one node's
+/// size wins over every node's.
+fn with_overrides(base: &[String], own: Option<&[String]>) -> Vec<String> {
+    let own = own.unwrap_or_default();
+    let mut out = Vec::with_capacity(base.len() + own.len());
+    let mut rest = base.iter();
+    while let Some(item) = rest.next() {
+        if item.starts_with("--") && own.contains(item) {
+            rest.next();
+            continue;
+        }
+        out.push(item.clone());
+    }
+    out.extend(own.iter().cloned());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nodes_own_size_replaces_the_clusters() {
+        let base: Vec<String> = ["--cpu", "2", "--max-pods", "20", "--memory", "4Gi"]
+            .map(String::from)
+            .to_vec();
+        let own: Vec<String> = ["--cpu", "4"].map(String::from).to_vec();
+        let flags = with_overrides(&base, Some(&own));
+        assert_eq!(flags, ["--max-pods", "20", "--memory", "4Gi", "--cpu", "4"]);
+        assert_eq!(with_overrides(&base, None), base);
+    }
 
     /// A kubelet gets its node's name, pod CIDR and root directory, then the caller's flags.
     #[test]

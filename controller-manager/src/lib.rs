@@ -17,7 +17,8 @@
 //!    (the PersistentVolume binder and the local-path provisioner), [`ttlafterfinished`] (finished
 //!    Jobs deleted after their TTL), [`rootcacert`] (the `kube-root-ca.crt` ConfigMap per namespace), [`nodelifecycle`] (dead nodes: Unknown, tainted, their pods
 //!    evicted), [`podgc`] (finished and orphaned pods), [`hpa`] (HorizontalPodAutoscalers: replicas
-//!    from CPU utilisation through metrics.k8s.io) and [`gc`] (the garbage collector).
+//!    from CPU utilisation through metrics.k8s.io), [`idle`] (annotated Deployments scaled to zero
+//!    when no connection has been open for a while) and [`gc`] (the garbage collector).
 //!
 //! ```text
 //!  Lease ──► leader? ──► SharedInformers (pods, replicasets, deployments, every kind's metadata)
@@ -40,6 +41,7 @@ pub mod disruption;
 pub mod expectations;
 pub mod gc;
 pub mod hpa;
+pub mod idle;
 pub mod informers;
 pub mod job;
 pub mod leader;
@@ -338,6 +340,13 @@ pub fn start_controllers(
         ),
         controller::spawn(
             hpa::HorizontalController::new(informers, client.clone(), config.hpa_sync_period),
+            informers,
+            workers,
+            shutdown.clone(),
+        ),
+        // Deployments scaled to zero when idle (issue 24): reads the proxy's and ingress's reports.
+        controller::spawn(
+            idle::IdleController::new(informers, client.clone()),
             informers,
             workers,
             shutdown.clone(),

@@ -170,6 +170,14 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         metrics.clone(),
         shutdown.child_token(),
     ));
+    // Which pods have requests in flight, for the controller manager's idle rule (issue 24).
+    tasks.spawn(minik_client::connections::publish(
+        client.clone(),
+        "ingress".to_string(),
+        shared.connections.clone(),
+        Duration::from_secs(1),
+        shutdown.child_token(),
+    ));
     let changes = Arc::new(Changes::default());
     let ingresses = informer::<Ingress>(
         &client,

@@ -19,6 +19,8 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use futures::StreamExt;
+use minik_client::connections::{ConnectionGuard, ConnectionTracker};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
@@ -36,6 +38,9 @@ const TRIES: usize = 3;
 pub struct Shared {
     /// The current route table.
     pub table: RwLock<Arc<RouteTable>>,
+    /// Requests in flight per pod IP (a streamed answer counts until its last byte), published
+    /// for the idle rule (`minik_client::connections`).
+    pub connections: Arc<ConnectionTracker>,
 }
 
 impl Shared {
@@ -142,6 +147,7 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response 
         let url = format!("http://{endpoint}{path}");
         let mut headers = forwarded_headers(&parts.headers, &host);
         headers.remove(header::HOST);
+        let open = proxy.shared.connections.open(endpoint.ip());
         let sent = proxy
             .http
             .request(parts.method.clone(), url)
@@ -150,7 +156,7 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response 
             .send()
             .await;
         match sent {
-            Ok(answer) => return relay(answer),
+            Ok(answer) => return relay(answer, open),
             // Only a failed connection is retried: the request never reached the endpoint.
             Err(error) if error.is_connect() => {
                 debug!(%endpoint, %error, "endpoint refused the connection; trying the next");
@@ -182,13 +188,18 @@ fn forwarded_headers(headers: &HeaderMap, host: &str) -> HeaderMap {
 }
 
 /// The endpoint's answer, streamed back to the client.
-fn relay(answer: reqwest::Response) -> Response {
+fn relay(answer: reqwest::Response, open: ConnectionGuard) -> Response {
     let status = answer.status();
     let mut headers = answer.headers().clone();
     for hop in [header::CONNECTION, header::TRANSFER_ENCODING] {
         headers.remove(hop);
     }
-    let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
+    // The guard lives in the stream: the pod's connection is counted until the answer is sent.
+    let body = answer.bytes_stream().map(move |chunk| {
+        let _held = &open;
+        chunk
+    });
+    let mut response = Response::new(Body::from_stream(body));
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response

@@ -75,6 +75,9 @@ use crate::proxier::{Proxier, ProxierConfig};
 use crate::state::ProxyState;
 use crate::sync::Change;
 
+/// The most often the connection report is written (`minik_client::connections`).
+const CONNECTION_REPORT_INTERVAL: Duration = Duration::from_secs(1);
+
 /// How long `run` waits for open connections to finish after shutdown before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -252,6 +255,15 @@ pub async fn serve(
         ListParams::default(),
     );
     let slices = changes(slices_watch);
+
+    // Which pods have connections open, for the controller manager's idle rule (issue 24).
+    tasks.spawn(minik_client::connections::publish(
+        client.clone(),
+        "kube-proxy".to_string(),
+        state.connections.clone(),
+        CONNECTION_REPORT_INTERVAL,
+        shutdown.child_token(),
+    ));
 
     // Its `EndpointsApplied` events are measurements the demo and bench read one by one.
     let recorder = minik_client::events::Recorder::new(client, "proxy", None).without_correlation();

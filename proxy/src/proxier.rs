@@ -332,6 +332,7 @@ impl Proxier {
             metrics: self.state.metrics.port(&spec.name),
             dial_timeout: self.config.dial_timeout,
             dial_attempts: self.config.dial_attempts,
+            connections: self.state.connections.clone(),
         });
         let stop = self.shutdown.child_token();
         let serve = tcp::serve(

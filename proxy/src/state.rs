@@ -15,7 +15,9 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+
+use minik_client::connections::ConnectionTracker;
 
 use serde::Serialize;
 use tokio::sync::{broadcast, watch};
@@ -74,6 +76,8 @@ pub struct AppliedChange {
 pub struct ProxyState {
     /// Traffic counters per service port.
     pub metrics: Metrics,
+    /// Open connections per pod IP, published for the idle rule (`minik_client::connections`).
+    pub connections: Arc<ConnectionTracker>,
     proxies: RwLock<BTreeMap<ServicePortName, ListenInfo>>,
     applied: Mutex<VecDeque<AppliedChange>>,
     applied_tx: broadcast::Sender<AppliedChange>,
@@ -88,6 +92,7 @@ impl Default for ProxyState {
         let (problems_tx, _) = broadcast::channel(APPLIED_HISTORY);
         ProxyState {
             metrics: Metrics::default(),
+            connections: Arc::default(),
             proxies: RwLock::default(),
             applied: Mutex::default(),
             applied_tx,

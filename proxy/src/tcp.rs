@@ -30,6 +30,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
+use minik_client::connections::ConnectionTracker;
+
 use crate::load_balancer::LoadBalancer;
 use crate::metrics::PortMetrics;
 use crate::service_port::ServicePortName;
@@ -56,6 +58,8 @@ pub struct PortProxy {
     /// The most endpoints tried per connection (upstream: 4). 1 makes the proxy behave like a
     /// consumer that does not retry, the slow load balancer of seed 003.
     pub dial_attempts: usize,
+    /// Open connections per pod, for the idle rule's report.
+    pub connections: Arc<ConnectionTracker>,
 }
 
 /// Accepts connections until `stop` fires (the service port went away or the proxy stops), and
@@ -97,6 +101,8 @@ async fn proxy_connection(
     let Some((mut backend, endpoint)) = dial_endpoint(&port, peer.ip()).await else {
         return;
     };
+    // Counted until this function returns, whichever way the connection ends.
+    let _open = port.connections.open(endpoint.ip());
     let _ = client.set_nodelay(true);
     let _ = backend.set_nodelay(true);
     debug!(service = %port.name, client = %peer, %endpoint, "proxying connection");

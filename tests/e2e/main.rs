@@ -14,6 +14,7 @@ mod deletion; // graceful deletion: preStop, SIGTERM, SIGKILL, force delete
 mod fidelity; // issue 19: probes while terminating, initialDelay, deadlines, gates, shim stop, up stop
 mod ha; // issue 22: three apiservers on one etcd, a watch moved across killed apiservers
 mod hook_orphans; // a preStop's setsid child goes with the force-deleted pod
+mod idle; // issue 24: idle Deployments scaled to zero by the controller manager
 mod images; // busybox, python, nginx, agnhost as written; 300 short-lived pods on one /24
 mod ingress; // the ingress controller: host/path routing, removal within its lag
 mod job_policies; // ttlSecondsAfterFinished, podFailurePolicy FailJob on an exit code and Ignore on an eviction

@@ -40,6 +40,10 @@ pub struct DemoArgs {
     /// Long-lived connections the rainbow part holds open.
     #[arg(long, default_value_t = 20)]
     pub connections: usize,
+    /// rollout: small nodes (each pod asks for 100m) and the cluster autoscaler up to this many
+    /// nodes; the chart gains the node count (off by default).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(3..=50))]
+    pub max_nodes: Option<u8>,
     /// Divide every duration of rollout, rainbow and job by this (default 4: about a minute each;
     /// 1 is the seed's real time).
     #[arg(long)]
@@ -121,6 +125,7 @@ pub async fn demo(args: DemoArgs, flags: &GlobalFlags) -> anyhow::Result<()> {
         replicas: args.replicas,
         large_replicas: args.large_replicas,
         connections: args.connections,
+        max_nodes: args.max_nodes,
         speed: args.speed,
         rate: args.rate,
         sync_delay: args.sync_delay,

@@ -124,6 +124,33 @@ pub struct UpArgs {
     /// The cluster autoscaler: how often it looks at the cluster (upstream's default, 10s).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub scan_interval: std::time::Duration,
+    /// One node's own size, over --node-cpu, --node-memory and --node-pods (repeatable):
+    /// `node-2=cpu=4,memory=8Gi,pods=50`.
+    #[arg(long, value_name = "NODE=cpu=Q,memory=Q,pods=N", value_parser = parse_node_size)]
+    pub node_size: Vec<(String, Vec<String>)>,
+}
+
+/// `node-2=cpu=4,memory=8Gi,pods=50` → `("node-2", ["--cpu", "4", "--memory", "8Gi", …])`.
+fn parse_node_size(text: &str) -> Result<(String, Vec<String>), String> {
+    let (node, sizes) = text
+        .split_once('=')
+        .filter(|(node, _)| node.starts_with("node-"))
+        .ok_or_else(|| format!("{text:?}: expected NODE=cpu=Q,memory=Q,pods=N (node-2=cpu=4)"))?;
+    let mut flags = Vec::new();
+    for size in sizes.split(',') {
+        let (key, value) = size.split_once('=').unwrap_or((size, ""));
+        let flag = match key.trim() {
+            "cpu" => parse_cpu(value).map(|_| "--cpu")?,
+            "memory" => parse_memory(value).map(|_| "--memory")?,
+            "pods" => match value.parse::<u16>() {
+                Ok(n) if n > 0 => "--max-pods",
+                _ => return Err(format!("{value:?} is not a number of pods")),
+            },
+            other => return Err(format!("{other:?}: expected cpu, memory or pods")),
+        };
+        flags.extend([flag.to_string(), value.to_string()]);
+    }
+    Ok((node.to_string(), flags))
 }
 
 /// A cpu quantity the scheduler can read (`2`, `1500m`), passed on as written.
@@ -253,6 +280,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         node_cidr_mask_size: args
             .node_cidr_mask_size
             .unwrap_or(minik_cluster::nodeipam::DEFAULT_NODE_CIDR_MASK_SIZE),
+        node_kubelet_args: args.node_size.iter().cloned().collect(),
         ..ClusterConfig::default()
     };
     let options = match &ephemeral_dir {
@@ -505,6 +533,36 @@ mod tests {
     }
 
     /// The state file round-trips through JSON.
+    #[test]
+    fn node_sizes_name_a_node_and_its_flags() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            up: UpArgs,
+        }
+        let parse = |argv: &[&str]| <Cli as clap::Parser>::try_parse_from(argv).map(|c| c.up);
+        let up = parse(&[
+            "up",
+            "--node-cpu",
+            "2",
+            "--node-size",
+            "node-2=cpu=4,memory=8Gi,pods=50",
+        ]);
+        let up = up.unwrap();
+        assert_eq!(
+            up.node_size,
+            [(
+                "node-2".to_string(),
+                ["--cpu", "4", "--memory", "8Gi", "--max-pods", "50"]
+                    .map(String::from)
+                    .to_vec()
+            )]
+        );
+        assert!(parse(&["up", "--node-size", "node-2=cpu=lots"]).is_err());
+        assert!(parse(&["up", "--node-size", "cpu=4"]).is_err());
+        assert!(parse(&["up", "--node-size", "node-2=disk=4"]).is_err());
+    }
+
     #[test]
     fn cluster_state_round_trips() {
         let state = ClusterState {

@@ -21,6 +21,10 @@ pub struct Flags {
     pub ingress: Vec<String>,
     /// More flags for the load balancer.
     pub loadbalancer: Vec<String>,
+    /// More flags for every kubelet (the rollout's small nodes).
+    pub kubelet: Vec<String>,
+    /// Run the cluster autoscaler (the rollout with `--max-nodes`).
+    pub autoscaler: Option<minik_cluster_autoscaler::Config>,
 }
 
 /// The cluster a part runs on.
@@ -51,10 +55,12 @@ impl DemoCluster {
         let options = ClusterConfig {
             data_dir: data_dir.path().to_path_buf(),
             listen: crate::free_loopback_port()?,
-            nodes: 2,
+            nodes: super::nodes::START_NODES as u8,
             proxy_args: flags.proxy,
             ingress_args: flags.ingress,
             loadbalancer_args: flags.loadbalancer,
+            kubelet_args: flags.kubelet,
+            autoscaler: flags.autoscaler,
             progress: false,
             drain_grace: Some(0),
             ..ClusterConfig::default()

@@ -38,6 +38,7 @@ mod job_worker;
 mod live;
 mod load;
 mod manifests;
+mod nodes;
 mod observe;
 mod parts;
 mod podwatch;
@@ -79,6 +80,8 @@ pub struct DemoOptions {
     pub large_replicas: usize,
     /// Long-lived connections held open in the rainbow part.
     pub connections: usize,
+    /// rollout: small nodes and the cluster autoscaler up to this many nodes (`nodes.rs`).
+    pub max_nodes: Option<u8>,
     /// Every duration of the rollout and rainbow parts is divided by this (default: 4 for
     /// rollout, 4 for rainbow, about a minute each).
     pub speed: Option<f64>,

@@ -12,7 +12,8 @@ use serde_json::json;
 use super::cluster::{DemoCluster, Flags};
 use super::report::{self, Section};
 use super::{
-    chart, create, hooks, job, predict, race, rainbow, rainbow_report, rollout, DemoOptions, Part,
+    chart, create, hooks, job, nodes, predict, race, rainbow, rainbow_report, rollout, DemoOptions,
+    Part,
 };
 
 /// The flags a part's private cluster runs with: the race's slow, non-retrying proxy, quick
@@ -28,7 +29,17 @@ pub fn cluster_flags(part: Part, args: &DemoOptions) -> Flags {
             ],
             ingress: vec!["--sync-delay".into(), fmt(args.ingress_delay)],
             loadbalancer: vec!["--batch-period".into(), fmt(args.batch_period)],
+            ..Flags::default()
         },
+        Part::Rollout if args.max_nodes.is_some() => {
+            let largest = args.replicas.unwrap_or(10).max(args.large_replicas);
+            let speed = args.speed.unwrap_or(4.0);
+            Flags {
+                kubelet: vec!["--cpu".into(), nodes::node_cpu(largest)],
+                autoscaler: args.max_nodes.map(|max| nodes::autoscaler(max, speed)),
+                ..Flags::default()
+            }
+        }
         _ => Flags::default(),
     }
 }
@@ -69,6 +80,7 @@ pub async fn run_part(
                 replicas: args.replicas.unwrap_or(10),
                 large_replicas: args.large_replicas,
                 rate: args.rate.min(100),
+                small_nodes: args.max_nodes.is_some(),
             };
             if narrate {
                 println!(
@@ -82,13 +94,28 @@ pub async fn run_part(
                 json!({"speed": options.speed, "runs": runs}),
             );
             for run in runs {
+                // With nodes, the axis runs on to the scale-down.
+                let end_ms =
+                    (run.finished_ms + 500.0).max(run.nodes_back_ms.unwrap_or(0.0) + 500.0);
+                let mut svg =
+                    chart::svg(&run.groups, &run.samples, &run.outcomes, end_ms, "requests");
+                let mut caption = format!(
+                    "Times after the image was changed. Peak: {} pods ({} old, {} new; {} Ready, {} Terminating). {} requests through the Service, {} failed.",
+                    run.peak.pods, run.peak.old, run.peak.new, run.peak.ready, run.peak.terminating, run.requests, run.failed
+                );
+                if let Some(peak) = run.node_peak {
+                    let start = run.samples.first().map_or(0.0, |s| s.t_ms).min(0.0);
+                    svg.push_str(&nodes::svg(&run.node_samples, start, end_ms));
+                    caption.push_str(&format!(
+                        " Nodes: {} at the start, {peak} at the peak, {} at the end.",
+                        nodes::START_NODES,
+                        run.nodes_after.unwrap_or(peak)
+                    ));
+                }
                 sections.push(Section {
                     title: format!("rollout: {}", run.name),
-                    caption: format!(
-                        "Times after the image was changed. Peak: {} pods ({} old, {} new; {} Ready, {} Terminating). {} requests through the Service, {} failed.",
-                        run.peak.pods, run.peak.old, run.peak.new, run.peak.ready, run.peak.terminating, run.requests, run.failed
-                    ),
-                    svg: chart::svg(&run.groups, &run.samples, &run.outcomes, run.finished_ms + 500.0, "requests"),
+                    caption,
+                    svg,
                 });
             }
         }

@@ -6,13 +6,15 @@
 //! SIGTERM) and whatever stream it still holds is cut when it exits. A **rainbow deployment**
 //! creates a new Deployment per release (`release=blue`, `release=green`), switches the Service's
 //! selector to the new one, leaves the old one running until its connections have drained, then
-//! scales it to 0: nothing is cut, at the price of both releases running side by side for a
+//! has it scaled to 0: nothing is cut, at the price of both releases running side by side for a
 //! while. Both runs keep `--connections` streams of 120 s open through the ingress controller
 //! (which reads the EndpointSlices), every duration divided by `--speed`.
 //!
-//! What it simplifies: the demo knows when the old release has drained because it is the client
-//! (it reads which pod serves each stream); a real setup would watch the pods' connection count
-//! or let an autoscaler such as KEDA scale the old Deployment to 0.
+//! The old release is scaled to 0 by the controller manager's idle rule (issue 24): at the switch
+//! it is annotated `minik.dev/scale-to-zero-after` (30 s, scaled), and once the ingress's
+//! connection report shows none of its pods with a stream open for that long, it goes to 0 —
+//! the KEDA-style clean-up seed 002 suggests. The demo still reads which pod serves each stream,
+//! to say how long after the last one ended that happened.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -60,6 +62,10 @@ pub struct Outcome {
     pub peak: Peak,
     /// From the update (or the switch) to the last old pod gone, ms.
     pub finished_ms: f64,
+    /// The idle rule's time on the old release (`minik.dev/scale-to-zero-after`), ms.
+    pub idle_ms: Option<f64>,
+    /// From the old release's last stream ending to its Deployment scaled to 0, ms.
+    pub idle_scaled_ms: Option<f64>,
     #[serde(skip)]
     pub(super) groups: Vec<String>,
     #[serde(skip)]
@@ -87,7 +93,11 @@ struct Timing {
     shutdown: Duration,
     ready_after: Duration,
     grace_seconds: i64,
+    idle: Duration,
 }
+
+/// The controller manager's idle rule (`controller-manager/src/idle`).
+const IDLE_ANNOTATION: &str = "minik.dev/scale-to-zero-after";
 
 /// Runs the rolling update, then the rainbow deployment.
 pub async fn run(
@@ -105,6 +115,8 @@ pub async fn run(
         shutdown: scaled(20.0),
         ready_after: scaled(2.0),
         grace_seconds: (30.0 / options.speed).ceil() as i64 + 1,
+        // The reports are written once a second at most: below 2 s the rule would be all slack.
+        idle: scaled(30.0).max(Duration::from_secs(2)),
     };
     let ctx = Ctx {
         client,
@@ -330,6 +342,13 @@ impl Ctx<'_> {
                 |c, _| c.groups.len() > 1 && c.current().count(1, State::Ready) == replicas,
             )
             .await?;
+        // Blue is left to the controller manager's idle rule (issue 24): scaled to 0 once its
+        // last connection through the ingress has been closed for `idle`.
+        let idle = format!("{}ms", self.timing.idle.as_millis());
+        let annotation = json!({"metadata": {"annotations": {IDLE_ANNOTATION: idle}}});
+        self.deployments()
+            .patch("rainbow-blue", &Patch::Merge(annotation))
+            .await?;
         let services = Api::<Service>::namespaced(self.client.clone(), self.namespace);
         services
             .patch(
@@ -339,28 +358,38 @@ impl Ctx<'_> {
             .await?;
         if self.narrate {
             println!(
-                "    switched the Service to release=green; waiting for blue's streams to end"
+                "    switched the Service to release=green; blue is scaled to 0 by the idle rule {:.1} s after its last stream ends",
+                self.timing.idle.as_secs_f64()
             );
         }
-        let drain_bound = self.timing.stream + Duration::from_secs(30);
+        let drain_bound = self.timing.stream + self.timing.idle + Duration::from_secs(30);
         let deadline = tokio::time::Instant::now() + drain_bound;
-        while streams::open_on(&open, "rainbow-blue-") > 0 {
+        let mut last_closed = None;
+        loop {
+            if last_closed.is_none() && streams::open_on(&open, "rainbow-blue-") == 0 {
+                last_closed = Some(Instant::now());
+            }
+            let blue = self.deployments().get("rainbow-blue").await?;
+            if blue.spec.and_then(|s| s.replicas) == Some(0) {
+                break;
+            }
             crate::error::ensure!(
                 tokio::time::Instant::now() < deadline,
-                "blue's streams did not drain within {drain_bound:?}"
+                "blue was not scaled to 0 by the idle rule within {drain_bound:?}"
             );
-            // Follow the pods for 200 ms (the wait ends by its bound), then look at the streams again.
+            // Follow the pods for 200 ms (the wait ends by its bound), then look again.
             let bound = Duration::from_millis(200);
             let _ = watch
                 .until_live(bound, "", &mut live, &tally, |_, _| false)
                 .await;
         }
-        self.deployments()
-            .patch(
-                "rainbow-blue",
-                &Patch::Merge(json!({"spec": {"replicas": 0}})),
-            )
-            .await?;
+        let idle_scaled_ms = last_closed.map(|t| ms(t.elapsed()));
+        if self.narrate {
+            let after = idle_scaled_ms.map_or(-1.0, |m| m / 1000.0);
+            println!(
+                "    blue scaled to 0 by the idle rule {after:.1} s after its last stream ended"
+            );
+        }
         let bound = Duration::from_secs(60) + self.timing.shutdown * 2;
         watch
             .until_live(
@@ -386,14 +415,17 @@ impl Ctx<'_> {
             )
             .await?;
         }
-        Ok(outcome(
+        let mut outcome = outcome(
             "rainbow deployment",
             &watch,
             1,
             update_ms,
             finished_ms,
             ends,
-        ))
+        );
+        outcome.idle_scaled_ms = idle_scaled_ms;
+        outcome.idle_ms = Some(ms(self.timing.idle));
+        Ok(outcome)
     }
 }
 
@@ -426,6 +458,8 @@ fn outcome(
         connections_cut: ends.iter().filter(|e| e.cut()).count(),
         peak,
         finished_ms,
+        idle_ms: None,
+        idle_scaled_ms: None,
         groups: watch.census.groups.clone(),
         samples,
         ends,

@@ -31,6 +31,7 @@ use super::consumers::{self, Path};
 use super::live::LiveView;
 use super::load::{self, Outcome, Tally};
 use super::manifests::{self, WebPod};
+use super::nodes;
 use super::podwatch::ms_since;
 pub use super::podwatch::PodWatch;
 
@@ -45,6 +46,9 @@ pub struct RolloutOptions {
     pub large_replicas: usize,
     /// Requests per second through the Service.
     pub rate: u32,
+    /// Small nodes and the cluster autoscaler (`--max-nodes`): pods ask for cpu, and the node
+    /// count is followed (`nodes.rs`).
+    pub small_nodes: bool,
 }
 
 /// How the old pods shut down in one run.
@@ -94,6 +98,15 @@ pub struct RolloutRun {
     pub failed: usize,
     /// Why they failed, and when (ms after the update), the first ten.
     pub failures: Vec<(f64, String)>,
+    /// With small nodes: the most Nodes at once.
+    pub node_peak: Option<usize>,
+    /// With small nodes: the Nodes when the demo stopped looking.
+    pub nodes_after: Option<usize>,
+    /// With small nodes: when the count was back to the start, ms after the update.
+    pub nodes_back_ms: Option<f64>,
+    /// Node counts over time (ms after the update).
+    #[serde(skip)]
+    pub node_samples: Vec<(f64, usize)>,
     /// The ReplicaSets, old first.
     #[serde(skip)]
     pub groups: Vec<String>,
@@ -141,6 +154,11 @@ pub async fn run(
             ready_after: scaled(2.0),
             shutdown,
             grace_seconds: (grace / options.speed).ceil() as i64 + 1,
+            // The autoscaler's unneeded time (`nodes::autoscaler`) and a margin for the drain.
+            scale_down: options.small_nodes.then(|| {
+                nodes::autoscaler(2, options.speed).scale_down_unneeded_time
+                    + Duration::from_secs(30)
+            }),
         };
         let run = run_one(client, namespace, &spec, options.rate, name, narrate).await?;
         if narrate {
@@ -157,6 +175,8 @@ struct RunSpec<'a> {
     ready_after: Duration,
     shutdown: Shutdown,
     grace_seconds: i64,
+    /// With small nodes: how long to wait for the added nodes to go after the rollout.
+    scale_down: Option<Duration>,
 }
 
 impl RunSpec<'_> {
@@ -192,8 +212,11 @@ async fn run_one(
     let mut watch = PodWatch::start(client, namespace, &format!("app={app}")).await?;
     let service = services.create(&manifests::service(app, app)).await?;
     let labels = [("app", app)];
-    let deployment =
+    let mut deployment =
         manifests::deployment(app, &labels, spec.replicas, "nginx:1.18", &spec.template());
+    if spec.scale_down.is_some() {
+        ask_for_cpu(&mut deployment, nodes::POD_CPU);
+    }
     deployments.create(&deployment).await?;
     let ready_timeout = Duration::from_secs(60) + spec.ready_after * spec.replicas as u32;
     watch
@@ -228,6 +251,10 @@ async fn run_one(
     let stop_load = CancellationToken::new();
     let started = Instant::now();
     watch.restart(started);
+    let stop_nodes = CancellationToken::new();
+    let node_samples = spec
+        .scale_down
+        .map(|_| nodes::sample(client, started, stop_nodes.clone()));
     let load = tokio::spawn(load::run_tallied(
         target,
         rate,
@@ -269,6 +296,26 @@ async fn run_one(
     let finished_ms = ms_since(started);
     tokio::time::sleep(Duration::from_millis(500)).await; // A last half second of load.
     stop_load.cancel();
+    let (mut node_peak, mut nodes_after, mut nodes_back_ms, mut node_series) =
+        (None, None, None, vec![]);
+    if let (Some(samples), Some(bound)) = (&node_samples, spec.scale_down) {
+        if narrate {
+            println!(
+                "  old pods gone; waiting up to {} for the added nodes to be removed",
+                secs(bound)
+            );
+        }
+        nodes_back_ms = nodes::wait_back(samples, nodes::START_NODES, bound)
+            .await
+            .map(|t| t - update_ms);
+        stop_nodes.cancel();
+        node_series = samples.lock().map(|s| s.clone()).unwrap_or_default();
+        let (peak, last) = nodes::peak_and_last(&node_series);
+        (node_peak, nodes_after) = (Some(peak), Some(last));
+        for sample in &mut node_series {
+            sample.0 -= update_ms;
+        }
+    }
     let outcomes = load.await?;
     live.finish(&watch.census, finished_ms, &tally.summary());
     cleanup(client, namespace, app).await?;
@@ -278,6 +325,10 @@ async fn run_one(
     Ok(RolloutRun {
         rolled_ms: rolled_ms.map(|t| t - update_ms),
         finished_ms: finished_ms - update_ms,
+        node_peak,
+        nodes_after,
+        nodes_back_ms,
+        node_samples: node_series,
         ..result
     })
 }
@@ -321,6 +372,10 @@ fn summarize(
         requests: outcomes.len(),
         failed,
         failures,
+        node_peak: None,
+        nodes_after: None,
+        nodes_back_ms: None,
+        node_samples: Vec::new(),
         groups,
         samples,
         outcomes,
@@ -351,6 +406,23 @@ pub fn peak_of(sample: &Sample, old_groups: usize, origin_ms: f64) -> Peak {
         }
     }
     peak
+}
+
+/// Gives the Deployment's container a cpu request (the small nodes' runs).
+fn ask_for_cpu(deployment: &mut Deployment, cpu: &str) {
+    let containers = deployment
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+        .map(|s| &mut s.containers);
+    for container in containers.into_iter().flatten() {
+        let resources = container.resources.get_or_insert_with(Default::default);
+        let requests = resources.requests.get_or_insert_with(Default::default);
+        requests.insert(
+            "cpu".into(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity(cpu.to_string()),
+        );
+    }
 }
 
 /// `clusterIP:PORT` of a created Service.
@@ -423,4 +495,15 @@ fn print_run(run: &RolloutRun) {
         run.requests,
         run.failed
     );
+    if let Some(peak) = run.node_peak {
+        let back = run.nodes_back_ms.map_or("not yet".to_string(), |t| {
+            format!("at +{:.1} s", t / 1000.0)
+        });
+        println!(
+            "  nodes: {} at the start, {peak} at the peak, {} at the end (back to {} {back})",
+            nodes::START_NODES,
+            run.nodes_after.unwrap_or(peak),
+            nodes::START_NODES
+        );
+    }
 }

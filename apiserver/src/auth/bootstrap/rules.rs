@@ -346,8 +346,16 @@ pub(super) fn proxier_rules() -> Vec<PolicyRule> {
             &["discovery.k8s.io"],
             &["endpointslices"],
         ),
+        connection_report(),
         events(),
     ]
+}
+
+/// minik's connection reports (`kube-system/connections-<writer>`, issue 24's idle rule): the
+/// proxy and the ingress write their own. RBAC cannot name an object it has not seen created, so
+/// the rule is on ConfigMaps (upstream's kube-proxy has no such right: its report is minik's).
+fn connection_report() -> PolicyRule {
+    rule(&["get", "create", "patch"], &[""], &["configmaps"])
 }
 
 /// upstream's `system:controller:service-controller` (cloud-provider), which minik's load
@@ -391,6 +399,7 @@ pub(super) fn ingress_controller_rules() -> Vec<PolicyRule> {
             &["networking.k8s.io"],
             &["ingressclasses"],
         ),
+        connection_report(),
         events(),
     ]
 }
