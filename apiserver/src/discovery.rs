@@ -162,7 +162,11 @@ pub fn resource_list(group_version: &str) -> Value {
             let verbs = &["get", "patch", "update"];
             resources.push(subresource_entry(info, "ephemeralcontainers", "Pod", verbs));
             // Upstream's streaming subresources answer get and create (WebSocket and SPDY).
-            for (stream, kind) in [("exec", "PodExecOptions"), ("attach", "PodAttachOptions")] {
+            for (stream, kind) in [
+                ("exec", "PodExecOptions"),
+                ("attach", "PodAttachOptions"),
+                ("portforward", "PodPortForwardOptions"),
+            ] {
                 resources.push(subresource_entry(info, stream, kind, &["create", "get"]));
             }
             // kubectl drain looks for this entry, and takes the Eviction's group version from it.

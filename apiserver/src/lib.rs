@@ -580,6 +580,10 @@ pub fn router(state: AppState) -> Router {
             "/api/v1/namespaces/{namespace}/pods/{name}/attach",
             any(streaming::attach),
         )
+        .route(
+            "/api/v1/namespaces/{namespace}/pods/{name}/portforward",
+            any(streaming::portforward),
+        )
         .route("/api/v1/{*rest}", any(handlers::core_resource))
         .route(
             "/apis/{group}/{version}/{*rest}",

@@ -90,6 +90,11 @@ pub fn router(state: ServerState) -> Router {
             "/attach/{namespace}/{pod}/{container}",
             get(crate::streaming::attach).post(crate::streaming::attach),
         )
+        .route(
+            "/portForward/{namespace}/{pod}",
+            get(crate::streaming::portforward::port_forward)
+                .post(crate::streaming::portforward::port_forward),
+        )
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::authorize,

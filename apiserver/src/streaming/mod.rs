@@ -10,8 +10,12 @@
 //! minik simplifies: the client's WebSocket goes through unchanged (upstream terminates it and
 //! speaks SPDY to the kubelet, `streamtranslator.go`); the kubelet serves `v5.channel.k8s.io`
 //! itself. SPDY-only clients get a 400, which makes kubectl fall back no further.
+//! `pods/portforward` takes the same proxy (`portforward.rs`).
 
+mod portforward;
 mod upgrade;
+
+pub use portforward::portforward;
 
 pub use upgrade::kubelet_tls_connector;
 
@@ -102,7 +106,7 @@ async fn proxy(
 
 /// KEP-4006: a WebSocket exec is a GET, but it is as powerful as a create, so `create` on the
 /// subresource is checked as well (upstream does from 1.35; `view` has neither).
-fn authorize_create(state: &AppState, request: &Request) -> ApiResult<()> {
+pub(super) fn authorize_create(state: &AppState, request: &Request) -> ApiResult<()> {
     let Some(user) = request.extensions().get::<UserInfo>() else {
         return Ok(()); // no authentication configured: everyone may
     };
@@ -163,7 +167,7 @@ pub fn kubelet_query(pairs: &[(String, String)]) -> String {
     url.query().unwrap_or("").to_string()
 }
 
-fn load_pod(state: &AppState, namespace: &str, name: &str) -> ApiResult<Pod> {
+pub(super) fn load_pod(state: &AppState, namespace: &str, name: &str) -> ApiResult<Pod> {
     let info = minik_api::resource::by_plural("", "pods").expect("pods are served");
     let record = state
         .storage
@@ -174,7 +178,7 @@ fn load_pod(state: &AppState, namespace: &str, name: &str) -> ApiResult<Pod> {
 }
 
 /// The node's kubelet port, from `status.daemonEndpoints.kubeletEndpoint.Port`.
-fn kubelet_port(state: &AppState, node_name: &str) -> ApiResult<i32> {
+pub(super) fn kubelet_port(state: &AppState, node_name: &str) -> ApiResult<i32> {
     let info = minik_api::resource::by_plural("", "nodes").expect("nodes are served");
     let record = state
         .storage

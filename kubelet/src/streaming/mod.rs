@@ -6,12 +6,17 @@
 //!
 //! minik simplifies: the kubelet serves the WebSocket itself (no separate streaming server, no
 //! SPDY), with the `v5.channel.k8s.io` and `v4.channel.k8s.io` subprotocols.
+//! `/portForward/{ns}/{pod}` serves kubectl's SPDY-in-WebSocket tunnel (`portforward.rs`).
 
 pub mod attach;
 pub mod attach_stdin;
 pub mod channels;
+pub mod portforward;
+pub mod portforward_session;
 pub mod session;
 pub mod spawn;
+pub mod spdy;
+pub mod spdy_dictionary;
 
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
