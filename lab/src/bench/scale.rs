@@ -216,17 +216,17 @@ mod tests {
     /// The full grid has both sweeps, shares their common point once, and runs small work first.
     #[test]
     fn the_grid_sweeps_nodes_and_pods_smallest_first() {
-        let grid = grid(false);
-        assert_eq!(grid.len(), 9);
+        let full = grid(false);
+        assert_eq!(full.len(), 9);
         assert_eq!(
-            grid.first(),
+            full.first(),
             Some(&Point {
                 nodes: 1_000,
                 pods: 1_000
             })
         );
         assert_eq!(
-            grid.last(),
+            full.last(),
             Some(&Point {
                 nodes: 1_000,
                 pods: 50_000
@@ -236,8 +236,8 @@ mod tests {
             nodes: 1_000,
             pods: 5_000,
         };
-        assert_eq!(grid.iter().filter(|p| **p == shared).count(), 1);
-        assert!(grid.iter().any(|p| p.nodes == 5_000));
+        assert_eq!(full.iter().filter(|p| **p == shared).count(), 1);
+        assert!(full.iter().any(|p| p.nodes == 5_000));
         assert_eq!(grid(true).len(), 3);
     }
 
