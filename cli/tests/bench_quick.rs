@@ -62,3 +62,62 @@ fn quick_bench_reports_every_measurement_without_errors() {
     );
     assert!(report["machine"]["cpus"].as_u64().unwrap_or(0) >= 1);
 }
+
+/// `minik bench --scale --quick` runs the scale study's three tiny points, each on a fresh
+/// cluster, reports one row per point with its throughput and relist time, and draws the chart.
+#[test]
+fn quick_scale_study_reports_every_point_and_draws_the_chart() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let svg = data.path().join("scale.svg");
+    let output = Command::new(env!("CARGO_BIN_EXE_minik"))
+        .args([
+            "bench",
+            "--scale",
+            "--quick",
+            "--output",
+            "json",
+            "--data-dir",
+        ])
+        .arg(data.path().join("cluster"))
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .expect("running minik bench --scale");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "minik bench --scale failed:\n{stderr}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("stdout is the JSON report");
+    let rows = report["measurements"].as_array().expect("measurements");
+    // Raw numbers are floats in the JSON (`20.0`).
+    let sizes: Vec<(f64, f64)> = rows
+        .iter()
+        .map(|r| {
+            let v = &r["values"];
+            (
+                v["nodes"].as_f64().unwrap_or(0.0),
+                v["pods"].as_f64().unwrap_or(0.0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sizes,
+        [(20.0, 100.0), (50.0, 100.0), (50.0, 300.0)],
+        "stderr:\n{stderr}"
+    );
+    for row in rows {
+        assert!(
+            row["values"]["pods_per_s"].as_f64().unwrap_or(0.0) > 0.0
+                && row["values"]["relist_ms"].as_f64().is_some(),
+            "a point without figures: {row}\n\nstderr:\n{stderr}"
+        );
+    }
+    let chart = std::fs::read_to_string(&svg).expect("the chart was written");
+    assert!(chart.starts_with("<svg") && chart.contains("Throughput vs nodes"));
+    let left: Vec<_> = std::fs::read_dir(data.path().join("cluster"))
+        .expect("the data dir")
+        .collect();
+    assert!(left.is_empty(), "each point's cluster data is removed");
+}

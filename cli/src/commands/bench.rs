@@ -37,9 +37,18 @@ pub struct BenchArgs {
     /// Hollow nodes for the scheduling measurement (default 1000, 50 with --quick).
     #[arg(long)]
     pub hollow_nodes: Option<usize>,
-    /// Pods for the scheduling measurement (default 10000, 500 with --quick).
+    /// Pods for the scheduling measurement (default 10000, 500 with --quick); with --scale, the
+    /// largest point of the study.
     #[arg(long)]
     pub pods: Option<usize>,
+    /// The scale study instead of the sections: the scheduling measurement on a grid of 100 to
+    /// 5000 hollow nodes and 1000 to 50000 pods, a fresh cluster per point (three tiny points
+    /// with --quick).
+    #[arg(long)]
+    pub scale: bool,
+    /// With --scale, also write the study's chart (SVG) to this file.
+    #[arg(long, requires = "scale")]
+    pub svg: Option<PathBuf>,
 }
 
 /// Runs the whole benchmark and prints the report.
@@ -61,7 +70,10 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         scale: minik_lab::bench::Scale {
             nodes: args.hollow_nodes,
             pods: args.pods,
+            study: args.scale,
+            keep_pods: false,
         },
+        svg: args.svg,
     };
     minik_lab::bench::run(options)
         .await

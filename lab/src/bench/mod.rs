@@ -22,6 +22,9 @@
 //! 10. `compare/`: with `--compare`, etcd and HAProxy run beside minik and every goal becomes a
 //!     ratio (the `compare_*` rows, last).
 //!
+//! `--scale` runs none of these: `scale.rs` repeats measurement 2 over a grid of node and pod
+//! counts, a fresh cluster per point, and draws the curves (`scale_chart.rs`).
+//!
 //! Each measurement is bounded in time and failure-isolated: one that errors (a component still
 //! being written, say) becomes an `error: …` row and the run goes on. `--quick` shrinks every size
 //! so a debug build finishes in well under a minute (CI runs it); real figures need
@@ -39,6 +42,8 @@ mod pods;
 mod proxy;
 pub mod report;
 mod rollout;
+mod scale;
+mod scale_chart;
 mod scheduling;
 mod startup;
 
@@ -87,15 +92,23 @@ pub struct BenchOptions {
     /// The scheduling measurement's size, hollow nodes and pods (its defaults when `None`): the
     /// scale study of BENCHMARKS.md runs it from 100 to 5 000 nodes.
     pub scale: Scale,
+    /// With `--scale`, where to write the study's SVG chart.
+    pub svg: Option<PathBuf>,
 }
 
-/// The size of the scheduling measurement (`--hollow-nodes`, `--pods`).
+/// The size of the scheduling measurement (`--hollow-nodes`, `--pods`), or the scale study.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Scale {
     /// Hollow nodes to register.
     pub nodes: Option<usize>,
     /// Pods to schedule onto them.
     pub pods: Option<usize>,
+    /// `--scale`: run the scale study's grid (`scale.rs`), one fresh cluster per point, instead
+    /// of the sections.
+    pub study: bool,
+    /// Leave the pods in place after the scheduling measurement (the study throws the whole
+    /// cluster away instead, and measures a relist of them first).
+    pub keep_pods: bool,
 }
 
 /// What every measurement gets.
@@ -132,15 +145,10 @@ impl Bench {
 
 /// Runs the whole benchmark and prints the report on stdout (progress goes to stderr).
 pub async fn run(args: BenchOptions) -> crate::Result<()> {
-    let temp = match &args.data_dir {
-        Some(_) => None,
-        None => Some(
-            tempfile::Builder::new()
-                .prefix("minik-bench-")
-                .tempdir()
-                .context("creating a temp dir")?,
-        ),
-    };
+    if args.scale.study {
+        return scale::study(&args).await;
+    }
+    let temp = temp_dir(&args)?;
     let data_dir = args
         .data_dir
         .clone()
@@ -148,42 +156,14 @@ pub async fn run(args: BenchOptions) -> crate::Result<()> {
         .unwrap_or_default();
     std::fs::create_dir_all(&data_dir)?;
     let machine = Machine::detect(&data_dir);
-    let options = ClusterConfig {
-        data_dir: data_dir.clone(),
-        listen: crate::free_loopback_port()?,
-        nodes: args.nodes,
-        sync_delay: Some("0s".into()),
-        progress: false,
-        secure: !args.insecure,
-        ..ClusterConfig::default()
-    };
+    let options = cluster_config(&args, data_dir.clone())?;
     say(&format!(
         "minik bench: starting a cluster in {} on {}",
         data_dir.display(),
         options.listen
     ));
     let (cluster, mut rows) = startup::cold_start(options).await?;
-    let state = cluster.state();
-    let proxy_log = state
-        .components
-        .iter()
-        .find(|c| c.name == "proxy")
-        .map(|c| c.log.clone());
-    let components = state
-        .components
-        .iter()
-        .map(|c| (c.name.clone(), c.pid))
-        .collect();
-    let ctx = Bench {
-        client: cluster.client()?,
-        server: cluster.server_url.clone(),
-        kubeconfig: cluster.kubeconfig(),
-        quick: args.quick,
-        proxy_log,
-        components,
-        scale: args.scale,
-        shutdown: CancellationToken::new(),
-    };
+    let ctx = context(&cluster, &args)?;
     let mut outcome = run_sections(&ctx, &cluster, &args).await;
     if args.compare {
         say("comparing with the peers");
@@ -200,12 +180,69 @@ pub async fn run(args: BenchOptions) -> crate::Result<()> {
         quick: args.quick,
         measurements: order(rows),
     };
-    match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+    print_report(&report, args.format)?;
+    drop(temp);
+    Ok(())
+}
+
+/// A temp dir for the cluster's data, unless `--data-dir` names one.
+fn temp_dir(args: &BenchOptions) -> crate::Result<Option<tempfile::TempDir>> {
+    match &args.data_dir {
+        Some(_) => Ok(None),
+        None => Ok(Some(
+            tempfile::Builder::new()
+                .prefix("minik-bench-")
+                .tempdir()
+                .context("creating a temp dir")?,
+        )),
+    }
+}
+
+/// The bench cluster: `minik up`'s defaults, a free loopback port, proxy sync delay 0.
+fn cluster_config(args: &BenchOptions, data_dir: PathBuf) -> crate::Result<ClusterConfig> {
+    Ok(ClusterConfig {
+        data_dir,
+        listen: crate::free_loopback_port()?,
+        nodes: args.nodes,
+        sync_delay: Some("0s".into()),
+        progress: false,
+        secure: !args.insecure,
+        ..ClusterConfig::default()
+    })
+}
+
+/// What every measurement gets, for a started cluster.
+fn context(cluster: &Cluster, args: &BenchOptions) -> crate::Result<Bench> {
+    let state = cluster.state();
+    let proxy_log = state
+        .components
+        .iter()
+        .find(|c| c.name == "proxy")
+        .map(|c| c.log.clone());
+    let components = state
+        .components
+        .iter()
+        .map(|c| (c.name.clone(), c.pid))
+        .collect();
+    Ok(Bench {
+        client: cluster.client()?,
+        server: cluster.server_url.clone(),
+        kubeconfig: cluster.kubeconfig(),
+        quick: args.quick,
+        proxy_log,
+        components,
+        scale: args.scale,
+        shutdown: CancellationToken::new(),
+    })
+}
+
+/// Prints the report on stdout in the asked format.
+fn print_report(report: &Report, format: Format) -> crate::Result<()> {
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(report)?),
         Format::Markdown => print!("{}", report.markdown()),
         Format::Table => print!("{}", report.table()),
     }
-    drop(temp);
     Ok(())
 }
 

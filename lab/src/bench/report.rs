@@ -199,6 +199,9 @@ pub struct Machine {
     pub build: String,
     /// When the run started (UTC, RFC 3339).
     pub date: String,
+    /// The 1-, 5- and 15-minute load averages when the run started (`/proc/loadavg`): on a shared
+    /// machine every CPU-bound figure depends on them.
+    pub load_average: String,
 }
 
 impl Machine {
@@ -239,8 +242,19 @@ impl Machine {
             date: jiff::Timestamp::now()
                 .strftime("%Y-%m-%dT%H:%M:%SZ")
                 .to_string(),
+            load_average: load_average(),
         }
     }
+}
+
+/// `1.36 1.46 2.02`: the first three fields of `/proc/loadavg`.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The filesystem type of `path` (`ext4`, `tmpfs`, …).
@@ -281,7 +295,7 @@ impl Report {
         use std::io::Write;
         let m = &self.machine;
         let mut out = format!(
-            "minik bench ({}, {} build): {} CPU(s) {}, {} RAM, kernel {}, data on {}, {}\n\n",
+            "minik bench ({}, {} build): {} CPU(s) {}, {} RAM, kernel {}, data on {}, {}, load average {}\n\n",
             if self.quick { "quick" } else { "full" },
             m.build,
             m.cpus,
@@ -289,7 +303,8 @@ impl Report {
             m.memory,
             m.kernel,
             m.data_fs,
-            m.date
+            m.date,
+            m.load_average
         );
         let mut tw = tabwriter::TabWriter::new(Vec::new()).padding(2);
         let _ = writeln!(tw, "MEASUREMENT\tRESULT\tTARGET\tMET\tANCHOR");
@@ -317,8 +332,8 @@ impl Report {
     pub fn markdown(&self) -> String {
         let m = &self.machine;
         let mut out = format!(
-            "- Command: `{}` ({} build)\n- Machine: {} CPU(s) {}, {} RAM, kernel {}, data dir on {}\n- Date: {}\n\n",
-            self.command, m.build, m.cpus, m.cpu_model, m.memory, m.kernel, m.data_fs, m.date
+            "- Command: `{}` ({} build)\n- Machine: {} CPU(s) {}, {} RAM, kernel {}, data dir on {}\n- Date: {}, load average {} at the start\n\n",
+            self.command, m.build, m.cpus, m.cpu_model, m.memory, m.kernel, m.data_fs, m.date, m.load_average
         );
         out.push_str("| Measurement | Result | Target | Met | Anchor |\n|---|---|---|---|---|\n");
         for row in &self.measurements {

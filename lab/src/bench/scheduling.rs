@@ -70,7 +70,9 @@ pub async fn measure(ctx: &Bench) -> crate::Result<Vec<Row>> {
     let _stop_on_drop = shutdown.clone().drop_guard();
     let hollow_task = tokio::spawn(hollow.run(shutdown.child_token()));
     let result = schedule(ctx, &shutdown, node_count, pod_count, registration).await;
-    cleanup(ctx).await;
+    if !ctx.scale.keep_pods {
+        cleanup(ctx).await;
+    }
     shutdown.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(60), hollow_task).await;
     result

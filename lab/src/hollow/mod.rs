@@ -11,8 +11,9 @@
 //!
 //! 1. [`HollowNodes::register`] creates the nodes `hollow-0` … `hollow-(N-1)`, each with the
 //!    `Ready` condition True, capacity = allocatable (`cpu`, `memory`, `pods`) and a pod CIDR of its
-//!    own inside 127.0.0.0/8 (`127.248.0.0/24`, `127.248.1.0/24`, …: never bound, but kept on
-//!    loopback like every minik address). An existing node of that name is replaced.
+//!    own inside 127.248.0.0/13 (`127.248.0.0/26`, `127.248.0.64/26`, …: never bound, but kept on
+//!    loopback like every minik address; a /26 each so the scale study's 5 000 nodes fit). An
+//!    existing node of that name is replaced.
 //! 2. [`HollowNodes::run`] opens **one** watch on all pods (kwok does the same; one watch per node
 //!    would be N connections) and hands the pods whose `spec.nodeName` is one of ours to the
 //!    hollow pod controller (`pods.rs`, kwok's pod controller):
@@ -58,8 +59,11 @@ use pods::HollowPodController;
 /// `nodeSelector` and real nodes are left alone.
 pub const HOLLOW_LABEL: &str = "minik.dev/hollow";
 
-/// How many hollow nodes fit in the address plan (`127.248.0.0` … `127.255.255.0`, one /24 each).
-pub const MAX_HOLLOW_NODES: usize = 8 * 256;
+/// How many hollow nodes fit in the address plan (`127.248.0.0` … `127.255.255.192`, one /26 each).
+pub const MAX_HOLLOW_NODES: usize = 8 * 256 * 4;
+
+/// The prefix length of a hollow node's pod CIDR: 62 usable addresses, reused round-robin.
+pub const POD_CIDR_PREFIX: u8 = 26;
 
 /// What to pretend.
 #[derive(Clone, Debug)]
@@ -97,15 +101,16 @@ impl Default for HollowConfig {
     }
 }
 
-/// The pod CIDR of hollow node `index`: `127.{248 + index / 256}.{index % 256}.0/24`.
-pub fn pod_cidr(index: usize) -> (u8, u8) {
-    ((248 + index / 256) as u8, (index % 256) as u8)
+/// The network address of hollow node `index`'s pod CIDR: the `index`-th /26 of 127.248.0.0/13.
+pub fn pod_cidr(index: usize) -> Ipv4Addr {
+    let base = u32::from(Ipv4Addr::new(127, 248, 0, 0));
+    Ipv4Addr::from(base + (index as u32) * 64)
 }
 
-/// The `n`-th address (0-based) handed out on a node whose CIDR is `127.a.b.0/24`: `.1` … `.254`,
-/// then round again (hollow pods never bind their address, so reuse is harmless).
-pub fn pod_ip((a, b): (u8, u8), n: u64) -> Ipv4Addr {
-    Ipv4Addr::new(127, a, b, (n % 254) as u8 + 1)
+/// The `n`-th address (0-based) handed out on the node whose CIDR starts at `network`: `.1` …
+/// `.62` of the /26, then round again (hollow pods never bind their address, so reuse is harmless).
+pub fn pod_ip(network: Ipv4Addr, n: u64) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(network) + (n % 62) as u32 + 1)
 }
 
 /// Registers the nodes and runs them until `shutdown`; deletes them on the way out.
@@ -236,7 +241,7 @@ async fn register_node(
 
 /// The Node object of hollow node `index`: Ready, with allocatable room and its own pod CIDR.
 pub fn hollow_node(config: &HollowConfig, name: &str, index: usize) -> Node {
-    let (a, b) = pod_cidr(index);
+    let network = pod_cidr(index);
     let resources: BTreeMap<String, Quantity> = [
         ("cpu", config.cpu.clone()),
         ("memory", config.memory.clone()),
@@ -261,7 +266,7 @@ pub fn hollow_node(config: &HollowConfig, name: &str, index: usize) -> Node {
             ..Default::default()
         },
         spec: Some(NodeSpec {
-            pod_cidr: Some(format!("127.{a}.{b}.0/24")),
+            pod_cidr: Some(format!("{network}/{POD_CIDR_PREFIX}")),
             ..Default::default()
         }),
         status: Some(NodeStatus {
@@ -288,15 +293,20 @@ pub fn hollow_node(config: &HollowConfig, name: &str, index: usize) -> Node {
 mod tests {
     use super::*;
 
-    /// Node `i` gets its own /24 inside 127.248.0.0/13, so 2 048 nodes never share addresses.
+    /// Node `i` gets its own /26 inside 127.248.0.0/13, so 8 192 nodes never share addresses.
     #[test]
     fn every_hollow_node_gets_its_own_loopback_cidr() {
-        assert_eq!(pod_cidr(0), (248, 0));
-        assert_eq!(pod_cidr(257), (249, 1));
-        assert_eq!(pod_cidr(MAX_HOLLOW_NODES - 1), (255, 255));
-        assert_eq!(pod_ip((248, 3), 0), Ipv4Addr::new(127, 248, 3, 1));
-        assert_eq!(pod_ip((248, 3), 253), Ipv4Addr::new(127, 248, 3, 254));
-        assert_eq!(pod_ip((248, 3), 254), Ipv4Addr::new(127, 248, 3, 1));
+        assert_eq!(pod_cidr(0), Ipv4Addr::new(127, 248, 0, 0));
+        assert_eq!(pod_cidr(5), Ipv4Addr::new(127, 248, 1, 64));
+        assert_eq!(pod_cidr(1024), Ipv4Addr::new(127, 249, 0, 0));
+        assert_eq!(
+            pod_cidr(MAX_HOLLOW_NODES - 1),
+            Ipv4Addr::new(127, 255, 255, 192)
+        );
+        let network = pod_cidr(3);
+        assert_eq!(pod_ip(network, 0), Ipv4Addr::new(127, 248, 0, 193));
+        assert_eq!(pod_ip(network, 61), Ipv4Addr::new(127, 248, 0, 254));
+        assert_eq!(pod_ip(network, 62), Ipv4Addr::new(127, 248, 0, 193));
     }
 
     /// A hollow node is Ready, labelled, and has allocatable room the scheduler can fill.
@@ -313,7 +323,7 @@ mod tests {
         assert_eq!(node.metadata.labels.unwrap()[HOLLOW_LABEL], "true");
         assert_eq!(
             node.spec.unwrap().pod_cidr.as_deref(),
-            Some("127.248.7.0/24")
+            Some("127.248.1.192/26")
         );
     }
 }
