@@ -5,8 +5,11 @@
 //! `rbac/bootstrap-roles` post-start hook (docs/security.md#r4). The objects carry upstream's
 //! `kubernetes.io/bootstrapping: rbac-defaults` label and `autoupdate` annotation.
 //!
-//! What minik simplifies: objects are created when missing but never updated (upstream reconciles
-//! them at every start); `admin`, `edit` and `view` are written out instead of aggregated
+//! At every start, missing objects are created and existing ones that keep the `autoupdate`
+//! annotation get the rules (or subjects) they lack added, as upstream's reconciliation does
+//! without `--remove-extra-permissions`: a newer minik's roles reach an older data dir.
+//!
+//! What minik simplifies: `admin`, `edit` and `view` are written out instead of aggregated
 //! (docs/security.md#r5) and name only the kinds minik serves plus the usual core ones; the
 //! endpoint-slice controllers' roles are also bound to minik's one endpoint controller, which does
 //! all three jobs, and the workload controllers' roles to the controller manager's user.
@@ -459,36 +462,41 @@ fn meta(name: &str) -> ObjectMeta {
     }
 }
 
-/// Creates every bootstrap role and binding that does not exist yet.
+/// Creates every bootstrap role and binding that does not exist yet, and adds what the ones marked
+/// `autoupdate` lack.
 pub async fn ensure(storage: &dyn Storage) -> Result<(), storage::Error> {
-    let mut created = 0;
+    let mut written = 0;
     for role in cluster_roles() {
-        created += create_missing(storage, "clusterroles", "ClusterRole", &role).await?;
+        written += reconcile(storage, "clusterroles", "ClusterRole", "rules", &role).await?;
     }
     for binding in cluster_role_bindings() {
-        created += create_missing(
+        written += reconcile(
             storage,
             "clusterrolebindings",
             "ClusterRoleBinding",
+            "subjects",
             &binding,
         )
         .await?;
     }
-    tracing::info!(created, "rbac bootstrap policy ready");
+    tracing::info!(written, "rbac bootstrap policy ready");
     Ok(())
 }
 
-async fn create_missing<T: Serialize>(
+/// Creates `object` if missing; if present and still marked `autoupdate`, appends the entries of
+/// its `list` field (`rules` or `subjects`) it lacks. Answers 1 when it wrote.
+async fn reconcile<T: Serialize>(
     storage: &dyn Storage,
     plural: &str,
     kind: &str,
+    list: &str,
     object: &T,
 ) -> Result<usize, storage::Error> {
     let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
     let name = value["metadata"]["name"].as_str().unwrap_or("").to_string();
     let key = format!("/registry/{plural}/{name}");
-    if storage.get(&key)?.is_some() {
-        return Ok(0);
+    if let Some(stored) = storage.get(&key)? {
+        return add_missing(storage, &key, &stored, list, &value).await;
     }
     value["apiVersion"] = json!("rbac.authorization.k8s.io/v1");
     value["kind"] = json!(kind);
@@ -498,5 +506,83 @@ async fn create_missing<T: Serialize>(
         Ok(_) => Ok(1),
         Err(storage::Error::AlreadyExists(_)) => Ok(0),
         Err(e) => Err(e),
+    }
+}
+
+/// The entries of `wanted[list]` that `stored[list]` lacks, appended to it (upstream's reconcile
+/// adds missing permissions and subjects and keeps extra ones). An object whose `autoupdate`
+/// annotation is not `true` is the user's and is left alone; a conflict means another writer
+/// (another apiserver starting) got there first.
+async fn add_missing(
+    storage: &dyn Storage,
+    key: &str,
+    stored: &storage::Record,
+    list: &str,
+    wanted: &Value,
+) -> Result<usize, storage::Error> {
+    let annotations = &stored.value["metadata"]["annotations"];
+    if annotations["rbac.authorization.kubernetes.io/autoupdate"] != "true" {
+        return Ok(0);
+    }
+    let have = stored.value[list].as_array().cloned().unwrap_or_default();
+    let missing: Vec<Value> = wanted[list]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|entry| !have.contains(entry))
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        return Ok(0);
+    }
+    let mut value = (*stored.value).clone();
+    value[list] = Value::Array(have.into_iter().chain(missing).collect());
+    match storage.update(key, value, Some(stored.revision)).await {
+        Ok(_) => Ok(1),
+        Err(storage::Error::Conflict { .. }) => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::memory::MemoryStorage;
+
+    fn edit_with(annotation: &str) -> Value {
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "edit", "annotations": {
+                "rbac.authorization.kubernetes.io/autoupdate": annotation}},
+            "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}],
+        })
+    }
+
+    async fn edit_rules_after_ensure(annotation: &str) -> Vec<Value> {
+        let storage = MemoryStorage::new(100);
+        let key = "/registry/clusterroles/edit";
+        storage.create(key, edit_with(annotation)).await.unwrap();
+        ensure(&storage).await.unwrap();
+        let stored = storage.get(key).unwrap().unwrap();
+        stored.value["rules"].as_array().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn an_autoupdate_role_gains_the_rules_it_lacks_and_keeps_its_own() {
+        let rules = edit_rules_after_ensure("true").await;
+        assert_eq!(rules[0]["verbs"], json!(["get"]), "its own rule is kept");
+        let exec = rules.iter().any(|rule| {
+            rule["resources"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("pods/exec"))
+                && rule["verbs"].as_array().unwrap().contains(&json!("create"))
+        });
+        assert!(exec, "edit gains create on pods/exec: {rules:?}");
+    }
+
+    #[tokio::test]
+    async fn a_role_without_autoupdate_is_left_alone() {
+        assert_eq!(edit_rules_after_ensure("false").await.len(), 1);
     }
 }

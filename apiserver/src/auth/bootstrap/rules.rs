@@ -117,6 +117,11 @@ pub(super) fn edit_rules() -> Vec<PolicyRule> {
         ],
     ));
     rules.push(rule(READ, &[""], &["secrets"]));
+    // Upstream's `system:aggregate-to-edit`: exec, attach and port-forward are read and written
+    // (a WebSocket upgrade is a GET, checked again as `create` by the handler).
+    let streams = &["pods/attach", "pods/exec", "pods/portforward", "pods/proxy"];
+    rules.push(rule(READ, &[""], streams));
+    rules.push(rule(WRITE, &[""], streams));
     rules.push(rule(&["create"], &[""], &["pods/eviction", "pods/binding"]));
     // `kubectl debug` adds ephemeral containers with a patch of this subresource.
     let ephemeral = &["pods/ephemeralcontainers"];
