@@ -22,8 +22,12 @@
 //! the node with fewer pods, then to the smaller name, so equal nodes fill round robin (upstream
 //! picks at random among the best). Everything here is pure: no I/O, no clock.
 //!
+//! On big clusters the filters stop once enough nodes fit, as upstream's adaptive
+//! `percentageOfNodesToScore` does ([`num_feasible_nodes_to_find`]): with 5,000 nodes a pod is
+//! placed among the first 500 that fit, the search starting where the previous pod's stopped.
+//!
 //! minik simplifies: no preemption, no inter-pod affinity, no topology spread, no host ports, no
-//! volume plugins, no `PreferNoSchedule` scoring, no `percentageOfNodesToScore` sampling.
+//! volume plugins, no `PreferNoSchedule` scoring.
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -116,6 +120,24 @@ pub fn schedule(pod: &Pod, nodes: &[Node], pods: &[Pod]) -> Result<String, Unsch
     schedule_on(pod, &PodRequests::of(pod), infos.values())
 }
 
+/// Upstream's floor: below this many nodes every node is filtered and scored.
+const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// Upstream's floor for the adaptive percentage.
+const MIN_FEASIBLE_NODES_PERCENTAGE: usize = 5;
+
+/// How many feasible nodes are enough to pick from, out of `all`: upstream's
+/// `numFeasibleNodesToFind` with the adaptive default (`percentageOfNodesToScore` unset): every
+/// node below 100, else `50 - all/125` percent (at least 5 %), and never fewer than 100.
+pub fn num_feasible_nodes_to_find(all: usize) -> usize {
+    if all < MIN_FEASIBLE_NODES_TO_FIND {
+        return all;
+    }
+    let percentage = 50usize
+        .saturating_sub(all / 125)
+        .max(MIN_FEASIBLE_NODES_PERCENTAGE);
+    (all * percentage / 100).max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
 /// Filters and scores `nodes` for a pod whose requests are `requests`, returning the chosen node's
 /// name or why none fits.
 pub fn schedule_on<'a>(
@@ -123,11 +145,26 @@ pub fn schedule_on<'a>(
     requests: &PodRequests,
     nodes: impl IntoIterator<Item = &'a NodeInfo>,
 ) -> Result<String, Unschedulable> {
+    find_and_score(pod, requests, nodes, usize::MAX).0
+}
+
+/// [`schedule_on`], stopping the filters once `enough` nodes fit (upstream's
+/// `findNodesThatPassFilters`); also answers how many nodes were examined, where the next pod's
+/// search starts. An unschedulable pod examines every node, so its reasons count them all.
+pub fn find_and_score<'a>(
+    pod: &Pod,
+    requests: &PodRequests,
+    nodes: impl IntoIterator<Item = &'a NodeInfo>,
+    enough: usize,
+) -> (Result<String, Unschedulable>, usize) {
     let mut node_count = 0;
     let mut reasons: BTreeMap<Reason, usize> = BTreeMap::new();
     // Feasible nodes with their LeastAllocated score and untolerated PreferNoSchedule taints.
     let mut feasible: Vec<(&NodeInfo, i64, i64)> = Vec::new();
     for info in nodes {
+        if feasible.len() >= enough {
+            break;
+        }
         node_count += 1;
         if let Err(failures) = filter(pod, requests, info) {
             for reason in failures {
@@ -153,10 +190,11 @@ pub fn schedule_on<'a>(
             (fit + TAINT_TOLERATION_WEIGHT * taint, info)
         })
         .max_by(|(a, a_info), (b, b_info)| rank(*a, a_info).cmp(&rank(*b, b_info)));
-    match best {
+    let decision = match best {
         Some((_, info)) => Ok(info.name().to_string()),
         None => Err(Unschedulable::new(node_count, &reasons)),
-    }
+    };
+    (decision, node_count)
 }
 
 /// How feasible nodes compare: the higher score wins, then the node with fewer pods, then the

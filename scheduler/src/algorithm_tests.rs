@@ -281,3 +281,44 @@ fn equal_nodes_are_filled_round_robin() {
         ["node-1", "node-2", "node-3", "node-1", "node-2", "node-3"]
     );
 }
+
+#[test]
+fn big_clusters_score_an_adaptive_share_of_their_nodes() {
+    // Upstream's numFeasibleNodesToFind with percentageOfNodesToScore unset.
+    assert_eq!(num_feasible_nodes_to_find(3), 3);
+    assert_eq!(num_feasible_nodes_to_find(99), 99);
+    assert_eq!(
+        num_feasible_nodes_to_find(100),
+        100,
+        "49 % of 100 is below the floor"
+    );
+    assert_eq!(
+        num_feasible_nodes_to_find(1_000),
+        420,
+        "50 - 1000/125 = 42 %"
+    );
+    assert_eq!(num_feasible_nodes_to_find(5_000), 500, "10 %");
+    assert_eq!(num_feasible_nodes_to_find(20_000), 1_000, "the 5 % floor");
+}
+
+#[test]
+fn the_search_stops_once_enough_nodes_fit_but_an_unschedulable_pod_sees_them_all() {
+    let infos: Vec<NodeInfo> = (0..1_000)
+        .map(|i| NodeInfo::new(Arc::new(node(&format!("node-{i:04}")).build())))
+        .collect();
+    let small = pod("small").build();
+    let enough = num_feasible_nodes_to_find(infos.len());
+    let (chosen, examined) = find_and_score(&small, &PodRequests::of(&small), &infos, enough);
+    assert_eq!(examined, 420);
+    assert!(
+        chosen.unwrap().as_str() < "node-0420",
+        "chosen among the first 420"
+    );
+    let huge = pod("huge").cpu("64").build();
+    let (refused, examined) = find_and_score(&huge, &PodRequests::of(&huge), &infos, enough);
+    assert_eq!(examined, 1_000);
+    assert!(refused
+        .unwrap_err()
+        .message
+        .starts_with("0/1000 nodes are available: 1000 Insufficient cpu"));
+}

@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
-use crate::algorithm::{schedule_on, Reason};
+use crate::algorithm::{find_and_score, num_feasible_nodes_to_find, Reason};
 use crate::cache::SchedulerCache;
 use crate::node_info::{is_terminated, PodRequests};
 use crate::queue::SchedulingQueue;
@@ -72,6 +72,9 @@ pub struct Scheduler<W> {
     nodes_synced: bool,
     /// The claims, volumes and classes of the VolumeBinding filter (none in unit tests).
     volumes: Option<VolumeLookup>,
+    /// Where the next pod's search for feasible nodes starts (upstream's `nextStartNodeIndex`):
+    /// with sampling on big clusters, successive pods look at successive nodes.
+    next_start_node_index: usize,
 }
 
 impl<W: SchedulerWrites> Scheduler<W> {
@@ -90,6 +93,7 @@ impl<W: SchedulerWrites> Scheduler<W> {
             pods_synced: false,
             nodes_synced: false,
             volumes: None,
+            next_start_node_index: 0,
         }
     }
 
@@ -253,14 +257,22 @@ impl<W: SchedulerWrites> Scheduler<W> {
         let requests = PodRequests::of(&pod);
         let constraint = self.volumes.as_ref().map(|v| v.constraint(&pod));
         let mut rejected: BTreeMap<Reason, usize> = BTreeMap::new();
-        let nodes = self.cache.node_infos().filter(|info| {
+        let all = self.cache.node_count();
+        let start = self.next_start_node_index % all.max(1);
+        let rotated = self.cache.node_infos().skip(start);
+        let nodes = rotated.chain(self.cache.node_infos().take(start));
+        let nodes = nodes.filter(|info| {
             let Some(Err(reason)) = constraint.as_ref().map(|c| c.allows(&info.node)) else {
                 return true;
             };
             *rejected.entry(reason).or_default() += 1;
             false
         });
-        let decision = schedule_on(&pod, &requests, nodes).map_err(|mut unschedulable| {
+        let enough = num_feasible_nodes_to_find(all);
+        let (decision, examined) = find_and_score(&pod, &requests, nodes, enough);
+        let examined = examined + rejected.values().sum::<usize>();
+        self.next_start_node_index = (start + examined) % all.max(1);
+        let decision = decision.map_err(|mut unschedulable| {
             if !rejected.is_empty() {
                 unschedulable.message = merge_message(&unschedulable.message, &rejected);
             }
