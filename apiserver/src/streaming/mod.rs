@@ -85,17 +85,7 @@ async fn proxy(
             "cannot {subresource} into a container in a completed pod; current phase is {phase}"
         )));
     }
-    let node = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.node_name.clone())
-        .unwrap_or_default();
-    if node.is_empty() {
-        return Err(ApiError::bad_request(format!(
-            "pod {name} does not have a host assigned"
-        )));
-    }
-    let port = kubelet_port(state, &node)?;
+    let (node, port) = pod_kubelet(state, &pod, name)?;
     let path = format!(
         "/{subresource}/{namespace}/{name}/{container}?{}",
         kubelet_query(&pairs)
@@ -177,8 +167,24 @@ pub(super) fn load_pod(state: &AppState, namespace: &str, name: &str) -> ApiResu
     typed((*record.value).clone(), "Pod")
 }
 
+/// The node a pod is bound to and its kubelet's port; a 400 for a pod not scheduled yet.
+pub(super) fn pod_kubelet(state: &AppState, pod: &Pod, name: &str) -> ApiResult<(String, i32)> {
+    let node = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .unwrap_or_default();
+    if node.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "pod {name} does not have a host assigned"
+        )));
+    }
+    let port = kubelet_port(state, &node)?;
+    Ok((node, port))
+}
+
 /// The node's kubelet port, from `status.daemonEndpoints.kubeletEndpoint.Port`.
-pub(super) fn kubelet_port(state: &AppState, node_name: &str) -> ApiResult<i32> {
+fn kubelet_port(state: &AppState, node_name: &str) -> ApiResult<i32> {
     let info = minik_api::resource::by_plural("", "nodes").expect("nodes are served");
     let record = state
         .storage

@@ -12,8 +12,8 @@
 use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 
-use super::{authorize_create, kubelet_port, load_pod, upgrade};
-use crate::error::{ApiError, ApiResult};
+use super::{authorize_create, load_pod, pod_kubelet, upgrade};
+use crate::error::ApiResult;
 use crate::AppState;
 
 /// `GET|POST /api/v1/namespaces/{ns}/pods/{name}/portforward`.
@@ -36,17 +36,7 @@ async fn proxy(
 ) -> ApiResult<Response> {
     authorize_create(state, &request)?;
     let pod = load_pod(state, namespace, name)?;
-    let node = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.node_name.clone())
-        .unwrap_or_default();
-    if node.is_empty() {
-        return Err(ApiError::bad_request(format!(
-            "pod {name} does not have a host assigned"
-        )));
-    }
-    let port = kubelet_port(state, &node)?;
+    let (node, port) = pod_kubelet(state, &pod, name)?;
     let path = format!("/portForward/{namespace}/{name}");
     tracing::info!(pod = %format!("{namespace}/{name}"), %node, "proxying port-forward to the kubelet");
     upgrade::proxy(state, port, &path, request).await
