@@ -139,16 +139,23 @@ async fn an_idle_deployment_goes_to_zero_after_its_last_connection_and_not_befor
     );
     assert!(took <= AFTER + SLACK, "within the slack: {took:?}");
 
+    // The controller records its Event after the scale it reports: wait for it, then check
+    // there is exactly one.
     let events: Api<Event> = Api::namespaced(client.clone(), "default");
-    let list = events.list(&ListParams::default()).await.expect("events");
-    let scaled = list
-        .items
-        .iter()
-        .filter(|e| e.reason.as_deref() == Some("ScaledToZero"));
-    assert_eq!(
-        scaled.count(),
-        1,
-        "one ScaledToZero event on the Deployment"
-    );
+    let scaled = eventually("the ScaledToZero event", Duration::from_secs(10), || {
+        let events = events.clone();
+        async move {
+            let list = events.list(&ListParams::default()).await.ok()?;
+            let count = list
+                .items
+                .iter()
+                .filter(|e| e.reason.as_deref() == Some("ScaledToZero"))
+                .count();
+            (count > 0).then_some(count)
+        }
+    })
+    .await
+    .expect("a ScaledToZero event");
+    assert_eq!(scaled, 1, "one ScaledToZero event on the Deployment");
     stop_clean(cluster).await;
 }
