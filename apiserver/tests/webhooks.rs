@@ -54,9 +54,9 @@ async fn register(api: &TestServer, path: &str, config: Value) {
     assert_eq!(code, 201, "{body}");
 }
 
-#[tokio::test]
-async fn a_validating_webhook_refuses_with_its_code_and_message_and_warns() {
-    let api = TestServer::start().await;
+/// Registers `policy.example.com`, a validating webhook on ConfigMap creates that refuses names
+/// starting with `forbidden` (403) and warns on every other; answers its server.
+async fn register_name_policy(api: &TestServer) -> WebhookServer {
     let hook = WebhookServer::start(Arc::new(|request: &Value| {
         let name = request["name"].as_str().unwrap_or("");
         Some(if name.starts_with("forbidden") {
@@ -74,11 +74,18 @@ async fn a_validating_webhook_refuses_with_its_code_and_message_and_warns() {
         &["CREATE"],
     )];
     register(
-        &api,
+        api,
         VALIDATING,
         configuration("ValidatingWebhookConfiguration", "policy", hooks),
     )
     .await;
+    hook
+}
+
+#[tokio::test]
+async fn a_validating_webhook_refuses_with_its_code_and_message_and_warns() {
+    let api = TestServer::start().await;
+    let hook = register_name_policy(&api).await;
 
     let (code, status) = api.post(CONFIGMAPS, &config_map("forbidden-one")).await;
     assert_eq!(code, 403, "{status}");
@@ -526,28 +533,7 @@ async fn kubectl(
 async fn kubectl_prints_the_denial_the_warning_and_the_configurations() {
     let api = TestServer::start().await;
     let home = tempfile::tempdir().unwrap();
-    let hook = WebhookServer::start(Arc::new(|request: &Value| {
-        let name = request["name"].as_str().unwrap_or("");
-        Some(if name.starts_with("forbidden") {
-            deny(403, "names may not start with forbidden")
-        } else {
-            allow(None, &["checked by policy.example.com"])
-        })
-    }))
-    .await;
-    let hooks = vec![webhook(
-        "policy.example.com",
-        by_url(&hook, "/validate"),
-        "",
-        &["configmaps"],
-        &["CREATE"],
-    )];
-    register(
-        &api,
-        VALIDATING,
-        configuration("ValidatingWebhookConfiguration", "policy", hooks),
-    )
-    .await;
+    let _hook = register_name_policy(&api).await;
     let Some((ok, _, stderr)) = kubectl(
         &api,
         home.path(),

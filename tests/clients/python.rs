@@ -15,33 +15,13 @@ use crate::support::{python_binary, stop_clean, Kubectl};
 
 #[tokio::test]
 async fn python_client_creates_watches_patches_and_deletes_a_pod() {
-    let Some(python) = python_binary() else {
-        return;
-    };
     // The whole pipeline: the endpoint controller fills the Service's Endpoints.
-    let cluster = minik_tests::Cluster::builder()
-        .nodes(1)
-        .start()
-        .await
-        .expect("start cluster");
-    let stdout = run_script(&python, &cluster, "lifecycle.py").await;
-    assert!(stdout.contains("python client: ok"), "{stdout}");
-    stop_clean(cluster).await;
+    run_on_a_fresh_cluster("lifecycle.py", "python client: ok").await;
 }
 
 #[tokio::test]
 async fn python_client_drives_jobs_cronjobs_rcs_daemonsets_and_deployments() {
-    let Some(python) = python_binary() else {
-        return;
-    };
-    let cluster = minik_tests::Cluster::builder()
-        .nodes(1)
-        .start()
-        .await
-        .expect("start cluster");
-    let stdout = run_script(&python, &cluster, "workloads.py").await;
-    assert!(stdout.contains("passed 5/5"), "{stdout}");
-    stop_clean(cluster).await;
+    run_on_a_fresh_cluster("workloads.py", "passed 5/5").await;
 }
 
 /// Issue 18's kinds as the client's own e2e tests use them: a busybox pod given only `args` (its
@@ -49,6 +29,12 @@ async fn python_client_drives_jobs_cronjobs_rcs_daemonsets_and_deployments() {
 /// ServiceAccounts with their tokens. Secure (the default), so tokens are real.
 #[tokio::test]
 async fn python_client_runs_busybox_args_configmaps_and_service_accounts() {
+    run_on_a_fresh_cluster("manifests.py", "passed 5/5").await;
+}
+
+/// Runs `script` against a fresh one-node cluster and checks its output says `expected`; skips
+/// when no Python client is installed (as `python_binary` decides).
+async fn run_on_a_fresh_cluster(script: &str, expected: &str) {
     let Some(python) = python_binary() else {
         return;
     };
@@ -57,8 +43,8 @@ async fn python_client_runs_busybox_args_configmaps_and_service_accounts() {
         .start()
         .await
         .expect("start cluster");
-    let stdout = run_script(&python, &cluster, "manifests.py").await;
-    assert!(stdout.contains("passed 5/5"), "{stdout}");
+    let stdout = run_script(&python, &cluster, script).await;
+    assert!(stdout.contains(expected), "{stdout}");
     stop_clean(cluster).await;
 }
 
