@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
@@ -80,9 +79,12 @@ impl Firefox {
             .spawn()
             .expect("start firefox");
         let stderr = child.stderr.take().expect("stderr");
-        let endpoint = tokio::time::timeout(Duration::from_secs(60), bidi_endpoint(stderr))
-            .await
-            .expect("firefox printed no WebDriver BiDi endpoint within 60 s");
+        let endpoint = tokio::time::timeout(
+            Duration::from_secs(60),
+            super::browser_process::endpoint(stderr, "WebDriver BiDi listening on ", "firefox"),
+        )
+        .await
+        .expect("firefox printed no WebDriver BiDi endpoint within 60 s");
         let (socket, _) = tokio_tungstenite::connect_async(format!("{endpoint}/session"))
             .await
             .expect("BiDi websocket");
@@ -188,30 +190,12 @@ impl Firefox {
             )
             .await;
         let data = shot["data"].as_str().expect("png data");
-        let png = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
-            .expect("base64");
-        std::fs::write(path, png).expect("write screenshot");
+        super::browser_process::save_png(data, path);
     }
 
     /// Ends the session and waits for Firefox's whole process group to go.
     pub async fn close(mut self) {
         let _ = self.socket.close(None).await;
-        if let Some(pid) = self.child.id() {
-            let group = nix::unistd::Pid::from_raw(-(pid as i32));
-            let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
-        }
-        let _ = self.child.wait().await;
+        super::browser_process::kill_group(&mut self.child).await;
     }
-}
-
-/// Reads stderr up to `WebDriver BiDi listening on ws://…`, then drains the rest.
-async fn bidi_endpoint(stderr: tokio::process::ChildStderr) -> String {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if let Some(url) = line.strip_prefix("WebDriver BiDi listening on ") {
-            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-            return url.trim().to_string();
-        }
-    }
-    panic!("firefox exited before printing its WebDriver BiDi endpoint");
 }

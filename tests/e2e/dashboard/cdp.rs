@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
@@ -66,9 +65,12 @@ impl Browser {
             .spawn()
             .expect("start chromium");
         let stderr = child.stderr.take().expect("stderr");
-        let endpoint = tokio::time::timeout(Duration::from_secs(30), devtools_endpoint(stderr))
-            .await
-            .expect("chromium printed no DevTools endpoint within 30 s");
+        let endpoint = tokio::time::timeout(
+            Duration::from_secs(30),
+            super::browser_process::endpoint(stderr, "DevTools listening on ", "chromium"),
+        )
+        .await
+        .expect("chromium printed no DevTools endpoint within 30 s");
         let port = endpoint
             .split(':')
             .nth(2)
@@ -186,32 +188,14 @@ impl Browser {
             .call("Page.captureScreenshot", json!({"format": "png"}))
             .await;
         let data = shot["data"].as_str().expect("png data");
-        let png = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
-            .expect("base64");
-        std::fs::write(path, png).expect("write screenshot");
+        super::browser_process::save_png(data, path);
     }
 
     /// Closes the browser and waits for its whole process group to go.
     pub async fn close(mut self) {
         let _ = self.page.close(None).await;
-        if let Some(pid) = self.child.id() {
-            let group = nix::unistd::Pid::from_raw(-(pid as i32));
-            let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
-        }
-        let _ = self.child.wait().await;
+        super::browser_process::kill_group(&mut self.child).await;
     }
-}
-
-/// Reads stderr up to `DevTools listening on ws://…`, then drains the rest in the background.
-async fn devtools_endpoint(stderr: tokio::process::ChildStderr) -> String {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if let Some(url) = line.strip_prefix("DevTools listening on ") {
-            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-            return url.trim().to_string();
-        }
-    }
-    panic!("chromium exited before printing its DevTools endpoint");
 }
 
 /// Where a test's artifacts go: `$MINIK_TEST_ARTIFACTS/NAME`, else `target/test-artifacts/NAME`.

@@ -9,6 +9,7 @@
 //! 800 and 1440 px go to `target/test-artifacts/dashboard/` (`MINIK_TEST_ARTIFACTS` overrides).
 
 mod bidi;
+mod browser_process;
 mod cdp;
 mod firefox;
 mod journey_demo;
