@@ -89,10 +89,15 @@ fn invalid(path: &Path, error: impl std::fmt::Display) -> io::Error {
 /// client certificate's user. `None` when the handshake fails or times out.
 pub async fn handshake(
     acceptor: &TlsAcceptor,
-    stream: TcpStream,
+    mut stream: TcpStream,
     timeout: Duration,
 ) -> Option<(TlsStream<TcpStream>, PeerUser)> {
-    let stream = match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
+    // One deadline for the peek and the handshake: a silent client waits `timeout`, not twice it.
+    let deadline = tokio::time::Instant::now() + timeout;
+    if answered_plain_http(&mut stream, deadline).await {
+        return None;
+    }
+    let stream = match tokio::time::timeout_at(deadline, acceptor.accept(stream)).await {
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => {
             tracing::debug!(error = %e, "tls handshake failed");
@@ -107,4 +112,32 @@ pub async fn handshake(
         .and_then(|chain| chain.first())
         .and_then(|leaf| authn::user_from_certificate(leaf.as_ref()));
     Some((stream, PeerUser(user)))
+}
+
+/// What Go's server answers a client that speaks plain HTTP to its TLS port (`net/http`'s
+/// `serve`: a `tls.RecordHeaderError` whose bytes look like HTTP gets this 400, then the close).
+const PLAIN_HTTP_ANSWER: &[u8] =
+    b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
+
+/// Peeks at the first bytes: a plain HTTP request (`curl http://…:6443`) is answered with
+/// upstream's 400 instead of a silent close. Returns whether it was.
+async fn answered_plain_http(stream: &mut TcpStream, deadline: tokio::time::Instant) -> bool {
+    use tokio::io::AsyncWriteExt;
+    let mut first = [0u8; 5];
+    let peeked = tokio::time::timeout_at(deadline, stream.peek(&mut first)).await;
+    let Ok(Ok(n)) = peeked else { return false };
+    if !looks_like_http(&first[..n]) {
+        return false;
+    }
+    tracing::debug!("plain HTTP on the TLS port: answered 400");
+    let _ = stream.write_all(PLAIN_HTTP_ANSWER).await;
+    let _ = stream.shutdown().await;
+    true
+}
+
+/// Go's `looksLikeHTTP`: the five bytes where a TLS record header would be start an HTTP method.
+/// (A TLS record starts with 0x16, never a letter.)
+fn looks_like_http(first: &[u8]) -> bool {
+    const METHODS: [&[u8]; 5] = [b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO"];
+    first.len() == 5 && METHODS.contains(&first)
 }

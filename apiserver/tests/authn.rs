@@ -118,20 +118,29 @@ async fn a_client_certificate_from_another_ca_is_refused() {
     );
 }
 
-/// Plain http to the TLS port gets no API answer.
+/// Plain http to the TLS port gets Go's answer: a 400 saying so, and no API data.
 #[tokio::test]
-async fn plain_http_to_the_tls_port_gets_nothing() {
+async fn plain_http_to_the_tls_port_gets_a_400_saying_so() {
     let server = SecureServer::start().await;
     let plain = server.url.replace("https://", "http://");
-    let result = tokio::time::timeout(
+    let response = tokio::time::timeout(
         TIMEOUT,
         reqwest::Client::new()
             .get(format!("{plain}/api/v1/pods"))
             .send(),
     )
     .await
-    .expect("in time");
-    assert!(result.is_err() || !result.unwrap().status().is_success());
+    .expect("in time")
+    .expect("an HTTP answer");
+    assert_eq!(response.status(), 400);
+    let body = response.text().await.expect("body");
+    assert_eq!(body, "Client sent an HTTP request to an HTTPS server.\n");
+    // The port still speaks TLS to the next client.
+    let admin = server.client(&Identity::admin());
+    assert_eq!(
+        code(&admin.request_json(Method::GET, "/api", None).await),
+        200
+    );
 }
 
 /// The cost of TLS, client-certificate authentication and RBAC on sequential creates and gets
