@@ -161,7 +161,10 @@ struct ForNode {
 /// An error as a Kubernetes Status (what minik's clients read), with the HTTP code that stands
 /// for upstream's gRPC one.
 fn failure(code: StatusCode, message: String) -> (StatusCode, Json<Value>) {
-    let reason = code.canonical_reason().unwrap_or("Failure").replace(' ', "");
+    let reason = code
+        .canonical_reason()
+        .unwrap_or("Failure")
+        .replace(' ', "");
     let status = json!({
         "kind": "Status", "apiVersion": "v1", "status": "Failure",
         "message": message, "reason": reason, "code": code.as_u16(),

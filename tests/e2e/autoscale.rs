@@ -15,10 +15,10 @@ use minik_api::k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
 use minik_api::k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use minik_client::{Api, Client, ListParams, Patch};
 use minik_cluster::pki::Identity;
-use nix::sys::signal::Signal;
 use minik_tests::fixtures::pod;
 use minik_tests::wait::{eventually, pod as pods, wait_for_all};
 use minik_tests::Cluster;
+use nix::sys::signal::Signal;
 use serde_json::json;
 
 use crate::support::stop_clean;
@@ -79,12 +79,17 @@ fn sample_max_nodes(cluster: &Cluster) -> (Arc<AtomicUsize>, tokio::task::JoinHa
 /// SIGKILLs the autoscaler process (no clean-up, as `kill -9`) and starts it again with the same
 /// flags, as `minik up`'s supervisor would; returns the old and the new pid.
 async fn kill_and_restart(cluster: &mut Cluster) -> (u32, u32) {
-    let old = cluster.pid("cluster-autoscaler").expect("the autoscaler is a process");
+    let old = cluster
+        .pid("cluster-autoscaler")
+        .expect("the autoscaler is a process");
     cluster
         .kill("cluster-autoscaler", Signal::SIGKILL)
         .await
         .expect("kill -9 the autoscaler");
-    cluster.restart("cluster-autoscaler").await.expect("restart");
+    cluster
+        .restart("cluster-autoscaler")
+        .await
+        .expect("restart");
     let new = cluster.pid("cluster-autoscaler").expect("running again");
     assert_ne!(old, new, "a new process");
     (old, new)
@@ -308,7 +313,10 @@ async fn nodes_are_added_for_pending_pods_and_removed_when_underused() {
     sampler.abort();
     let peak = max_nodes.load(Ordering::SeqCst);
     assert!(peak <= 4, "never more than --max-nodes: {peak}");
-    assert!(peak <= 3, "never more than the 6 pods need (3 nodes): {peak}");
+    assert!(
+        peak <= 3,
+        "never more than the 6 pods need (3 nodes): {peak}"
+    );
     println!(
         "autoscale: first scale-up +{scale_up_ms} ms (killed with {ready_at_kill} node(s) Ready), \
          all 6 Running +{all_running_ms} ms, \
@@ -327,7 +335,11 @@ async fn nodes_are_added_for_pending_pods_and_removed_when_underused() {
 
 /// The node-group API lets no other identity in: the admin's certificate (same CA) gets 403.
 async fn node_group_api_refuses_other_certificates(cluster: &mut Cluster) {
-    let url = cluster.autoscaling().expect("autoscaling").url().to_string();
+    let url = cluster
+        .autoscaling()
+        .expect("autoscaling")
+        .url()
+        .to_string();
     let path = cluster.dir().join("admin-node-group.kubeconfig");
     cluster
         .pki()
@@ -340,5 +352,9 @@ async fn node_group_api_refuses_other_certificates(cluster: &mut Cluster) {
         .send()
         .await
         .expect("an answer");
-    assert_eq!(answer.status().as_u16(), 403, "the admin may not resize the group");
+    assert_eq!(
+        answer.status().as_u16(),
+        403,
+        "the admin may not resize the group"
+    );
 }
