@@ -14,7 +14,9 @@
 //! 4. one kubelet per node (`node-1` … `node-N`, pod CIDR `127.244.N.0/24` by default, carved
 //!    from the cluster's pod range by `nodeipam.rs`, root dir `DATA/nodes/node-N`), then a watch on nodes until every one is `Ready`;
 //! 5. the endpoint-controller, the proxy, the ingress controller (on a free port of 127.0.0.1,
-//!    recorded for `minik status`) and the load balancer, each up to its `ready` line.
+//!    recorded for `minik status`) and the load balancer, each up to its `ready` line;
+//! 6. with `autoscaler` set: the node group and its API (`node_group.rs`, `node_group_server.rs`),
+//!    then `minik cluster-autoscaler`, up to its `ready` line.
 //!
 //! Stopping (`control.rs`) mirrors a node drain: every pod is deleted gracefully (the kubelet
 //! leaves pods running when it stops, so they must go first), the components are stopped in
