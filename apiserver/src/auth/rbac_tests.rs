@@ -316,10 +316,18 @@ fn the_cluster_autoscaler_manages_nodes_but_no_workloads() {
         ("GET", "/api/v1/pods", true),
         ("POST", "/api/v1/namespaces/default/pods/web/eviction", true),
         ("PATCH", status, true),
-        ("PATCH", "/api/v1/namespaces/kube-system/configmaps/other", false),
+        (
+            "PATCH",
+            "/api/v1/namespaces/kube-system/configmaps/other",
+            false,
+        ),
         ("DELETE", "/api/v1/namespaces/default/pods/web", false),
         ("GET", "/api/v1/namespaces/default/secrets", false),
-        ("PATCH", "/apis/apps/v1/namespaces/default/deployments/web", false),
+        (
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/deployments/web",
+            false,
+        ),
     ];
     for (method, path, allowed) in cases {
         let attributes = request_attributes(autoscaler.clone(), method, path, "");
