@@ -21,9 +21,9 @@ use crate::simulate::{self, name};
 use crate::status::{self, Activity};
 use crate::{Config, NodeGroup, Result, AUTOSCALED_LABEL};
 
-/// Runs the autoscaler until `shutdown`: removes a `ToBeDeletedByClusterAutoscaler` taint a
-/// previous run left (upstream `CleanAllToBeDeleted`), then loops.
-pub async fn run(
+/// Runs the autoscaler with `group` until `shutdown`: removes a `ToBeDeletedByClusterAutoscaler`
+/// taint a previous run left (upstream `CleanAllToBeDeleted`), then loops.
+pub async fn run_with(
     config: Config,
     client: Client,
     group: Arc<dyn NodeGroup>,
@@ -67,6 +67,8 @@ pub struct View {
     pub upcoming: Vec<String>,
     /// Every node name there is or will be: registered ones and the group's.
     pub all_names: BTreeSet<String>,
+    /// The group's members, as the node group says now (its target size is their number).
+    pub group: Vec<String>,
 }
 
 impl Autoscaler {
@@ -113,19 +115,20 @@ impl Autoscaler {
             .filter(|n| simulate::is_ready(n))
             .map(name)
             .collect();
-        let group = self.group.nodes();
+        let group = self.group.nodes().await.map_err(crate::Error::NodeGroup)?;
         let upcoming = group
             .iter()
             .filter(|n| !ready.contains(n.as_str()))
             .cloned()
             .collect();
         let mut all_names: BTreeSet<String> = nodes.iter().map(|n| name(n).to_string()).collect();
-        all_names.extend(group);
+        all_names.extend(group.iter().cloned());
         Ok(View {
             nodes,
             pods,
             upcoming,
             all_names,
+            group,
         })
     }
 
@@ -172,7 +175,7 @@ impl Autoscaler {
             }
             return Ok(0);
         }
-        let before = self.group.nodes().len();
+        let before = view.group.len();
         let added = self
             .group
             .increase_size(count)
@@ -203,11 +206,13 @@ impl Autoscaler {
     /// the names of those nodes.
     fn update_unneeded(&mut self, view: &View) -> Vec<String> {
         let infos = simulate::snapshot(&view.nodes, &view.pods);
-        let group: BTreeSet<String> = self.group.nodes().into_iter().collect();
+        let group: BTreeSet<&String> = view.group.iter().collect();
         let underused: Vec<String> = view
             .nodes
             .iter()
-            .filter(|n| group.contains(name(*n)) && is_autoscaled(n) && simulate::is_ready(n))
+            .filter(|n| {
+                group.contains(&name(*n).to_string()) && is_autoscaled(n) && simulate::is_ready(n)
+            })
             .filter(|n| {
                 let used = simulate::utilization(&infos[name(*n)]);
                 used < self.config.scale_down_utilization_threshold

@@ -18,24 +18,31 @@
 //!
 //! Upstream talks to a cloud provider (`cloudprovider.NodeGroup`: `IncreaseSize`, `DeleteNodes`,
 //! `Nodes`). minik's "cloud" is the process that owns the cluster (`minik up`, the test harness),
-//! which alone can start a kubelet with the cluster's identities: it implements [`NodeGroup`]
-//! and runs the autoscaler beside it. Nodes it starts carry [`AUTOSCALED_LABEL`]; the others are
-//! never removed. Nothing is kept across restarts: a restarted autoscaler rebuilds its view from
-//! the Node list and the node group's members, so it never adds the same nodes twice.
+//! which alone can start a kubelet with the cluster's identities: it implements [`NodeGroup`] and
+//! serves it as a node-group API (upstream's `externalgrpc` provider, [`cloud`]); `minik
+//! cluster-autoscaler` is a process of its own that reaches the apiserver with its own identity
+//! (`system:cluster-autoscaler`) and the cloud through that API ([`run`]). Nodes the group starts
+//! carry [`AUTOSCALED_LABEL`]; the others are never removed. Nothing is kept across restarts: a
+//! restarted autoscaler rebuilds its view from the Node list and the group's members (its target
+//! size is the group's, never a remembered one), so it never adds the same nodes twice.
 //!
 //! minik simplifies: one node group, nodes all of the template's size; no expanders, priorities,
 //! scale-down delays after a scale-up, or parallel drains (one node at a time).
 
+pub mod args;
 pub mod autoscaler;
+pub mod cloud;
 pub mod scale_down;
 pub mod simulate;
 pub mod status;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-pub use autoscaler::run;
+pub use args::{run, Args};
+pub use autoscaler::run_with;
 
 /// The label the node group's nodes carry (`minik.dev/autoscaled=true`).
 pub const AUTOSCALED_LABEL: &str = "minik.dev/autoscaled";
@@ -45,7 +52,7 @@ pub const AUTOSCALED_LABEL: &str = "minik.dev/autoscaled";
 pub trait NodeGroup: Send + Sync {
     /// The nodes this group has started and not deleted, registered or not (upstream `Nodes()`;
     /// their number is the group's target size).
-    fn nodes(&self) -> Vec<String>;
+    fn nodes(&self) -> BoxFuture<'_, Result<Vec<String>, String>>;
     /// Starts `delta` more nodes and returns their names (upstream `IncreaseSize`); they register
     /// themselves, with [`AUTOSCALED_LABEL`], when their kubelet is up.
     fn increase_size(&self, delta: usize) -> BoxFuture<'_, Result<Vec<String>, String>>;
@@ -69,6 +76,12 @@ pub struct Config {
     pub max_pod_eviction_time: Duration,
     /// `--max-graceful-termination-sec`: how long evicted pods may take to go (600 s upstream).
     pub max_graceful_termination: Duration,
+    /// The apiserver (`--server`; a `--kubeconfig`'s server wins).
+    pub server: String,
+    /// `--kubeconfig`: the autoscaler's own identity.
+    pub kubeconfig: Option<PathBuf>,
+    /// `--cloud-config`: the kubeconfig of the node-group API ([`cloud`]).
+    pub cloud_config: PathBuf,
 }
 
 impl Default for Config {
@@ -80,6 +93,9 @@ impl Default for Config {
             scale_down_utilization_threshold: 0.5,
             max_pod_eviction_time: Duration::from_secs(120),
             max_graceful_termination: Duration::from_secs(600),
+            server: "http://127.0.0.1:6443".into(),
+            kubeconfig: None,
+            cloud_config: PathBuf::new(),
         }
     }
 }

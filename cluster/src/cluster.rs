@@ -14,7 +14,9 @@
 //! 4. one kubelet per node (`node-1` … `node-N`, pod CIDR `127.244.N.0/24` by default, carved
 //!    from the cluster's pod range by `nodeipam.rs`, root dir `DATA/nodes/node-N`), then a watch on nodes until every one is `Ready`;
 //! 5. the endpoint-controller, the proxy, the ingress controller (on a free port of 127.0.0.1,
-//!    recorded for `minik status`) and the load balancer, each up to its `ready` line.
+//!    recorded for `minik status`) and the load balancer, each up to its `ready` line;
+//! 6. with `autoscaler` set: the node group and its API (`node_group.rs`, `node_group_server.rs`),
+//!    then `minik cluster-autoscaler`, up to its `ready` line.
 //!
 //! Stopping (`control.rs`) mirrors a node drain: every pod is deleted gracefully (the kubelet
 //! leaves pods running when it stops, so they must go first), the components are stopped in
@@ -112,8 +114,9 @@ pub struct ClusterConfig {
     /// `127.244.1.0/24`). Clusters started side by side (the test harness) each take their own,
     /// so two pods of two clusters never hold the same address and port.
     pub pod_network: u8,
-    /// Run the cluster autoscaler beside the cluster, with a node group of kubelets this process
-    /// starts and stops (`node_group.rs`); `None` (the default): no autoscaling.
+    /// Run `minik cluster-autoscaler` as a component, with a node group of kubelets this process
+    /// starts and stops (`node_group.rs`) served to it by `node_group_server.rs`; needs a secure
+    /// cluster. `None` (the default): no autoscaling.
     pub autoscaler: Option<minik_cluster_autoscaler::Config>,
     /// The cluster's pod range (`--cluster-cidr`), inside 127.0.0.0/8; `None`: `127.P.0.0/16`
     /// with P = `pod_network`. Each node gets a block of it (`nodeipam.rs`).
@@ -190,7 +193,7 @@ pub struct Cluster {
     pub(crate) nodes: u8,
     pub(crate) unexpected_tx: mpsc::UnboundedSender<UnexpectedExit>,
     pub(crate) unexpected: mpsc::UnboundedReceiver<UnexpectedExit>,
-    /// The autoscaler's node group and task, when `config.autoscaler` asks for them.
+    /// The autoscaler's node group and its API, when `config.autoscaler` asks for them.
     pub(crate) autoscaling: Option<crate::node_group::Autoscaling>,
     /// The front door of several apiservers (`config.apiservers` > 1), stopped last.
     pub(crate) front_door: Option<crate::front_door::FrontDoor>,
@@ -286,7 +289,6 @@ impl Cluster {
         match outcome {
             Ok(()) => {
                 cluster.startup = started.elapsed();
-                cluster.start_autoscaling()?;
                 Ok(cluster)
             }
             Err(err) => {
@@ -298,10 +300,16 @@ impl Cluster {
 
     async fn start_components(&mut self) -> Result<()> {
         for component in Component::ALL {
-            if !self.config.components.contains(&component) {
+            let autoscaling = component == Component::ClusterAutoscaler;
+            if !self.config.components.contains(&component)
+                || (autoscaling && self.config.autoscaler.is_none())
+            {
                 continue;
             }
             let step = Instant::now();
+            if autoscaling {
+                self.start_node_group().await?;
+            }
             if component == Component::Apiserver && self.config.apiservers > 1 {
                 self.start_apiservers().await?;
             } else if component.readiness() == Readiness::NodesReady {
@@ -362,20 +370,33 @@ impl Cluster {
         spawn_component(&self.config, &self.unexpected_tx, component, name, args)
     }
 
-    /// Starts the autoscaler and its node group if the configuration asks for them.
-    fn start_autoscaling(&mut self) -> Result<()> {
-        let Some(config) = self.config.autoscaler.clone() else {
-            return Ok(());
-        };
-        let group = crate::node_group::ClusterNodeGroup::new(
+    /// Starts the node group and serves it on the node-group API, for the autoscaler process.
+    async fn start_node_group(&mut self) -> Result<()> {
+        if !self.config.secure {
+            return Err(Error::Start(
+                "the cluster autoscaler's node-group API needs the cluster's certificates: \
+                 drop --insecure"
+                    .into(),
+            ));
+        }
+        let max_nodes = self
+            .config
+            .autoscaler
+            .as_ref()
+            .map_or(0, |a| a.max_nodes_total);
+        let group = std::sync::Arc::new(crate::node_group::ClusterNodeGroup::new(
             self.config.clone(),
             self.server_url.clone(),
             self.unexpected_tx.clone(),
-        );
-        let mut autoscaling = crate::node_group::Autoscaling::new(group, config, self.client()?);
-        autoscaling.start();
-        self.say(" ✓ Starting cluster-autoscaler (node group node-101…)");
-        self.autoscaling = Some(autoscaling);
+        ));
+        // The group's maximum leaves room for the `--nodes` ones (upstream's maxSize).
+        let max_size = max_nodes.saturating_sub(self.config.nodes.into());
+        let server =
+            crate::node_group_server::start(&self.config.data_dir, group.clone(), max_size).await?;
+        self.autoscaling = Some(crate::node_group::Autoscaling {
+            group,
+            _server: server,
+        });
         Ok(())
     }
 
@@ -436,6 +457,14 @@ impl Cluster {
                     "Starting dashboard on http://{}",
                     self.config.dashboard_listen
                 )
+            }
+            Component::ClusterAutoscaler => {
+                let max = self
+                    .config
+                    .autoscaler
+                    .as_ref()
+                    .map_or(0, |a| a.max_nodes_total);
+                format!("Starting cluster-autoscaler (node group node-101…, at most {max} nodes)")
             }
             other => format!("Starting {}", other.subcommand()),
         }

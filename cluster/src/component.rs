@@ -44,6 +44,9 @@ pub enum Component {
     MetricsServer,
     /// `minik dns`: the cluster DNS (started before the kubelets, which point pods at it).
     Dns,
+    /// `minik cluster-autoscaler` (only with `minik up --max-nodes`): started last, after the
+    /// node-group API it uses (`node_group_server.rs`).
+    ClusterAutoscaler,
 }
 
 /// How the launcher knows a component is ready before it starts the next one.
@@ -62,7 +65,7 @@ pub(crate) type Run = Pin<Box<dyn Future<Output = std::result::Result<(), String
 
 impl Component {
     /// Every component, in start order; a cluster stops them in the reverse order.
-    pub const ALL: [Component; 11] = [
+    pub const ALL: [Component; 12] = [
         Component::Apiserver,
         Component::Scheduler,
         Component::ControllerManager,
@@ -74,6 +77,7 @@ impl Component {
         Component::LoadBalancer,
         Component::Dashboard,
         Component::MetricsServer,
+        Component::ClusterAutoscaler,
     ];
 
     /// What a cluster starts unless told otherwise: all but the dashboard, which is asked for.
@@ -106,6 +110,7 @@ impl Component {
             Component::Dashboard => "dashboard",
             Component::MetricsServer => "metrics-server",
             Component::Dns => "dns",
+            Component::ClusterAutoscaler => "cluster-autoscaler",
         }
     }
 
@@ -253,6 +258,13 @@ impl Component {
                 flag("--listen", listen.to_string());
                 flag("--cluster-domain", crate::dns::CLUSTER_DOMAIN.into());
             }
+            Component::ClusterAutoscaler => {
+                flag("--server", server);
+                let cloud = crate::node_group_server::cloud_config(&config.data_dir);
+                flag("--cloud-config", cloud.display().to_string());
+                let autoscaler = config.autoscaler.clone().unwrap_or_default();
+                args.extend(minik_cluster_autoscaler::Args::flags(&autoscaler));
+            }
             Component::Scheduler | Component::EndpointController => flag("--server", server),
         }
         args
@@ -281,6 +293,7 @@ impl Component {
             Component::Dashboard => run!(minik_dashboard),
             Component::MetricsServer => run!(minik_metrics_server),
             Component::Dns => run!(minik_dns),
+            Component::ClusterAutoscaler => run!(minik_cluster_autoscaler),
         })
     }
 }

@@ -115,7 +115,7 @@ impl Cluster {
         Ok(node)
     }
 
-    /// The autoscaler and its node group, when the cluster runs them.
+    /// The autoscaler's node group and its API, when the cluster runs them.
     pub fn autoscaling(&mut self) -> Option<&mut crate::node_group::Autoscaling> {
         self.autoscaling.as_mut()
     }
@@ -129,16 +129,15 @@ impl Cluster {
     /// remaining pods are force deleted and their processes killed).
     pub async fn stop_with(mut self, hurry: CancellationToken) -> Stopped {
         let mut stopped = Stopped::default();
-        // The autoscaler first: it would add nodes for the pods the drain deletes.
-        let mut autoscaling = self.autoscaling.take();
-        if let Some(autoscaling) = autoscaling.as_mut() {
-            autoscaling.stop().await;
-        }
+        let autoscaling = self.autoscaling.take();
         // Controllers that create pods stop before the drain: a ReplicaSet would otherwise
-        // replace every pod the drain deletes.
-        let (creators, rest) = std::mem::take(&mut self.members)
-            .into_iter()
-            .partition(|m: &Member| m.component.creates_pods());
+        // replace every pod the drain deletes, and the autoscaler add nodes for them.
+        let (creators, rest) =
+            std::mem::take(&mut self.members)
+                .into_iter()
+                .partition(|m: &Member| {
+                    m.component.creates_pods() || m.component == Component::ClusterAutoscaler
+                });
         self.members = rest;
         for Member { running, .. } in creators {
             self.stop_member(running, &mut stopped).await;
@@ -231,7 +230,6 @@ impl Drop for Cluster {
             member.running.kill_now();
         }
         if let Some(autoscaling) = self.autoscaling.as_mut() {
-            autoscaling.kill();
             for running in autoscaling.group.take_all() {
                 running.kill_now();
             }

@@ -27,7 +27,8 @@
 //! - [`nodeipam`]: each node's pod CIDR, carved from the cluster's pod range;
 //! - [`files`]: where a cluster keeps its data, pid and state files;
 //! - [`ha`] and [`front_door`]: several apiservers on one etcd behind one address;
-//! - [`node_group`]: the cluster autoscaler's node group (kubelets on demand) and its task.
+//! - [`node_group`] and [`node_group_server`]: the cluster autoscaler's node group (kubelets on
+//!   demand) and the API that serves it to the `minik cluster-autoscaler` process.
 //!
 //! Read next: `cluster.rs`.
 
@@ -43,6 +44,7 @@ pub mod front_door;
 pub mod ha;
 pub mod kubeconfig;
 pub mod node_group;
+pub mod node_group_server;
 pub mod nodeipam;
 pub mod pki;
 pub mod restart;

@@ -1,27 +1,21 @@
-//! The cluster autoscaler's "cloud": a node group of kubelets this process starts and stops, and
-//! the autoscaler itself, run beside it.
+//! The cluster autoscaler's "cloud": a node group of kubelets this process starts and stops.
 //!
 //! Kubernetes counterpart: a cloud provider's node group (an AWS Auto Scaling group, a GCE managed
-//! instance group) behind `cloudprovider.NodeGroup`, and the cluster-autoscaler Deployment.
-//! Upstream the autoscaler is a pod calling the cloud's API; in minik the only thing that can start
-//! a kubelet with the cluster's identities (its certificate from `DATA/pki`, its pod CIDR, the
-//! component flags) is the process that owns the cluster — `minik up` or the test harness — so the
-//! node group lives here and the autoscaler runs as a task of that process, with the admin's
-//! client. Its nodes are `node-101`, `node-102` … (their pod CIDRs `127.P.101.0/24` …, clear of
-//! the `--nodes` ones), labelled `minik.dev/autoscaled=true` through the kubelet's `--node-labels`.
-//!
-//! [`Autoscaling::kill`] aborts the autoscaler's task without letting it clean up (what `kill -9`
-//! does to upstream's pod); [`Autoscaling::start`] starts a fresh one, which rebuilds its view from
-//! the Node list and this group's members.
+//! instance group) behind `cloudprovider.NodeGroup`. Upstream the autoscaler is a pod calling the
+//! cloud's API; in minik the only thing that can start a kubelet with the cluster's identities
+//! (its certificate from `DATA/pki`, its pod CIDR, the component flags) is the process that owns
+//! the cluster — `minik up` or the test harness — so the node group lives here, served to the
+//! `minik cluster-autoscaler` process by `node_group_server.rs`. Its nodes are `node-101`,
+//! `node-102` … (their pod CIDRs `127.P.101.0/24` …, clear of the `--nodes` ones), labelled
+//! `minik.dev/autoscaled=true` through the kubelet's `--node-labels`. The members live in this
+//! process, so an autoscaler killed and restarted finds them all: the group's size is never the
+//! autoscaler's memory.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use futures::future::BoxFuture;
-use minik_client::Client;
 use minik_cluster_autoscaler::{NodeGroup, AUTOSCALED_LABEL};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use crate::cluster::ClusterConfig;
 use crate::component::Component;
@@ -91,6 +85,12 @@ impl ClusterNodeGroup {
         Ok(node)
     }
 
+    /// The group's nodes, in start order.
+    pub fn members(&self) -> Vec<String> {
+        let state = self.state.lock().expect("node group lock");
+        state.members.iter().map(|(node, _)| node.clone()).collect()
+    }
+
     /// Takes every kubelet out of the group (the cluster is stopping).
     pub(crate) fn take_all(&self) -> Vec<Supervised> {
         let mut state = self.state.lock().expect("node group lock");
@@ -99,9 +99,9 @@ impl ClusterNodeGroup {
 }
 
 impl NodeGroup for ClusterNodeGroup {
-    fn nodes(&self) -> Vec<String> {
-        let state = self.state.lock().expect("node group lock");
-        state.members.iter().map(|(node, _)| node.clone()).collect()
+    fn nodes(&self) -> BoxFuture<'_, Result<Vec<String>, String>> {
+        let nodes = self.members();
+        Box::pin(async move { Ok(nodes) })
     }
 
     fn increase_size(&self, delta: usize) -> BoxFuture<'_, Result<Vec<String>, String>> {
@@ -129,66 +129,21 @@ impl NodeGroup for ClusterNodeGroup {
     }
 }
 
-/// The node group and the autoscaler's task.
+/// The node group and the API that serves it to the autoscaler process, while the cluster runs.
 pub struct Autoscaling {
-    pub(crate) group: Arc<ClusterNodeGroup>,
-    config: minik_cluster_autoscaler::Config,
-    client: Client,
-    task: Option<(CancellationToken, JoinHandle<()>)>,
+    pub(crate) group: std::sync::Arc<ClusterNodeGroup>,
+    /// Kept for its lifetime: dropping it stops serving.
+    pub(crate) _server: crate::node_group_server::NodeGroupServer,
 }
 
 impl Autoscaling {
-    pub(crate) fn new(
-        group: ClusterNodeGroup,
-        config: minik_cluster_autoscaler::Config,
-        client: Client,
-    ) -> Self {
-        Autoscaling {
-            group: Arc::new(group),
-            config,
-            client,
-            task: None,
-        }
-    }
-
-    /// Starts the autoscaler's task (again); a running one is left alone.
-    pub fn start(&mut self) {
-        if self.task.as_ref().is_some_and(|(_, t)| !t.is_finished()) {
-            return;
-        }
-        let token = CancellationToken::new();
-        let group: Arc<dyn NodeGroup> = self.group.clone();
-        let run = minik_cluster_autoscaler::run(
-            self.config.clone(),
-            self.client.clone(),
-            group,
-            token.clone(),
-        );
-        let task = tokio::spawn(async move {
-            if let Err(error) = run.await {
-                tracing::warn!(%error, "cluster autoscaler failed");
-            }
-        });
-        self.task = Some((token, task));
-    }
-
-    /// Aborts the task at its next await, with no clean-up: the in-process `kill -9`.
-    pub fn kill(&mut self) {
-        if let Some((_, task)) = self.task.take() {
-            task.abort();
-        }
-    }
-
-    /// Stops the task and waits for it.
-    pub(crate) async fn stop(&mut self) {
-        if let Some((token, task)) = self.task.take() {
-            token.cancel();
-            let _ = task.await;
-        }
-    }
-
-    /// The group's nodes.
+    /// The group's nodes, in start order.
     pub fn nodes(&self) -> Vec<String> {
-        self.group.nodes()
+        self.group.members()
+    }
+
+    /// Where the node-group API serves.
+    pub fn url(&self) -> &str {
+        &self._server.url
     }
 }

@@ -138,6 +138,12 @@ impl Identity {
         Identity::new("metrics-server", "system:metrics-server", &[])
     }
 
+    /// The cluster autoscaler (`system:cluster-autoscaler`, bound to the role of the same name);
+    /// also the only identity the node-group API accepts.
+    pub fn cluster_autoscaler() -> Identity {
+        Identity::new("cluster-autoscaler", "system:cluster-autoscaler", &[])
+    }
+
     /// Any user in any groups (tests and `minik` users that want a narrower identity than the
     /// admin). `name` is the file stem.
     pub fn user(name: &str, user: &str, groups: &[&str]) -> Identity {
@@ -156,6 +162,7 @@ impl Identity {
             Identity::ingress_controller(),
             Identity::service_controller(),
             Identity::metrics_server(),
+            Identity::cluster_autoscaler(),
         ]
     }
 }
@@ -199,6 +206,12 @@ impl Pki {
         pki.ensure_leaf(
             "metrics-server",
             || serving_params("metrics-server", &["localhost".into(), "127.0.0.1".into()]),
+            &issuer,
+        )?;
+        // The node-group API's serving certificate (`node_group_server.rs`).
+        pki.ensure_leaf(
+            "node-group",
+            || serving_params("node-group", &["localhost".into(), "127.0.0.1".into()]),
             &issuer,
         )?;
         for node in nodes {

@@ -51,6 +51,7 @@ fn identity(component: Component, node: u8) -> Option<Identity> {
         Component::Dashboard => Identity::admin(),
         // CoreDNS reads Services and EndpointSlices, as kube-proxy's role allows.
         Component::Dns => Identity::kube_proxy(),
+        Component::ClusterAutoscaler => Identity::cluster_autoscaler(),
     })
 }
 

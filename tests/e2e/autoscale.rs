@@ -1,8 +1,10 @@
 //! Issue 24: node sizes and the cluster autoscaler on real kubelets. One node of 2 CPU, at most
-//! 4 nodes, a Deployment of 6 pods requesting 900m each: the autoscaler adds nodes until every
-//! pod runs — killed and restarted while its first nodes start, it adds none twice — and never
-//! goes past 4; scaled to 1 under a PodDisruptionBudget, the added nodes are drained and removed
-//! after the unneeded time, and the original node stays.
+//! 4 nodes, a Deployment of 6 pods requesting 900m each: the `minik cluster-autoscaler` process
+//! adds nodes through the node-group API until every pod runs — killed with SIGKILL right after
+//! its NodeGroupIncreaseSize and restarted, it adds none twice — and never goes past what the pods
+//! need nor 4; scaled to 1 under a PodDisruptionBudget, the added nodes are drained and removed
+//! after the unneeded time, and the original node stays. The node-group API answers nobody but
+//! the autoscaler's certificate.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -11,10 +13,12 @@ use std::time::{Duration, Instant};
 use minik_api::k8s_openapi::api::apps::v1::Deployment;
 use minik_api::k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod};
 use minik_api::k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use minik_client::{Api, ListParams, Patch};
+use minik_client::{Api, Client, ListParams, Patch};
+use minik_cluster::pki::Identity;
 use minik_tests::fixtures::pod;
 use minik_tests::wait::{eventually, pod as pods, wait_for_all};
 use minik_tests::Cluster;
+use nix::sys::signal::Signal;
 use serde_json::json;
 
 use crate::support::stop_clean;
@@ -47,6 +51,7 @@ async fn started() -> Cluster {
         ..Default::default()
     };
     Cluster::builder()
+        .processes(true)
         .without_services()
         .kubelet_args(&["--cpu", "2", "--memory", "4Gi"])
         .autoscaler(config)
@@ -71,6 +76,25 @@ fn sample_max_nodes(cluster: &Cluster) -> (Arc<AtomicUsize>, tokio::task::JoinHa
     (max, task)
 }
 
+/// SIGKILLs the autoscaler process (no clean-up, as `kill -9`) and starts it again with the same
+/// flags, as `minik up`'s supervisor would; returns the old and the new pid.
+async fn kill_and_restart(cluster: &mut Cluster) -> (u32, u32) {
+    let old = cluster
+        .pid("cluster-autoscaler")
+        .expect("the autoscaler is a process");
+    cluster
+        .kill("cluster-autoscaler", Signal::SIGKILL)
+        .await
+        .expect("kill -9 the autoscaler");
+    cluster
+        .restart("cluster-autoscaler")
+        .await
+        .expect("restart");
+    let new = cluster.pid("cluster-autoscaler").expect("running again");
+    assert_ne!(old, new, "a new process");
+    (old, new)
+}
+
 /// Scales to 3 (one pod more than node-1 takes), kills the autoscaler as soon as the group
 /// starts a node, before it is Ready, and starts a new one: the pod runs on that one node, no
 /// other is added. Returns the Ready nodes at the kill and the group's nodes.
@@ -86,9 +110,8 @@ async fn kill_mid_scale_up(
     })
     .await
     .expect("the autoscaler adds a node");
-    cluster.autoscaling().expect("autoscaling").kill();
     let ready = ready_nodes(cluster).await;
-    cluster.autoscaling().expect("autoscaling").start();
+    kill_and_restart(cluster).await;
     let label = ListParams::default().labels(&format!("app={GROW}"));
     wait_for_all(
         &cluster.pods(),
@@ -192,9 +215,7 @@ async fn nodes_are_added_for_pending_pods_and_removed_when_underused() {
     .await
     .expect("the pods are told they triggered a scale-up");
     let ready_at_kill = ready_nodes(&cluster).await;
-    let autoscaling = cluster.autoscaling().expect("autoscaling");
-    autoscaling.kill();
-    autoscaling.start();
+    let (old_pid, new_pid) = kill_and_restart(&mut cluster).await;
 
     let label = ListParams::default().labels(&format!("app={GROW}"));
     let running = wait_for_all(
@@ -292,11 +313,17 @@ async fn nodes_are_added_for_pending_pods_and_removed_when_underused() {
     sampler.abort();
     let peak = max_nodes.load(Ordering::SeqCst);
     assert!(peak <= 4, "never more than --max-nodes: {peak}");
+    assert!(
+        peak <= 3,
+        "never more than the 6 pods need (3 nodes): {peak}"
+    );
     println!(
         "autoscale: first scale-up +{scale_up_ms} ms (killed with {ready_at_kill} node(s) Ready), \
          all 6 Running +{all_running_ms} ms, \
-         peak {peak} nodes; scaled to 1 → added nodes gone +{scale_down_ms} ms (unneeded time 5 s)"
+         peak {peak} nodes; scaled to 1 → added nodes gone +{scale_down_ms} ms (unneeded time 5 s); \
+         autoscaler pid {old_pid} killed -9, {new_pid} took over"
     );
+    node_group_api_refuses_other_certificates(&mut cluster).await;
     let (killed_ready, added) = kill_mid_scale_up(&mut cluster, &deployments).await;
     println!("autoscale: killed with {killed_ready} node(s) Ready during a scale-up, {added:?} added once");
     deployments
@@ -304,4 +331,30 @@ async fn nodes_are_added_for_pending_pods_and_removed_when_underused() {
         .await
         .expect("delete");
     stop_clean(cluster).await;
+}
+
+/// The node-group API lets no other identity in: the admin's certificate (same CA) gets 403.
+async fn node_group_api_refuses_other_certificates(cluster: &mut Cluster) {
+    let url = cluster
+        .autoscaling()
+        .expect("autoscaling")
+        .url()
+        .to_string();
+    let path = cluster.dir().join("admin-node-group.kubeconfig");
+    cluster
+        .pki()
+        .write_kubeconfig(&Identity::admin(), &url, &path)
+        .expect("a kubeconfig for the node-group API");
+    let admin = Client::from_kubeconfig(&path).expect("admin client");
+    let answer = admin
+        .raw_request(minik_client::Method::POST, "/NodeGroupIncreaseSize")
+        .json(&json!({"id": "minik", "delta": 1}))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(
+        answer.status().as_u16(),
+        403,
+        "the admin may not resize the group"
+    );
 }

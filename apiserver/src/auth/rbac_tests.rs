@@ -302,3 +302,36 @@ fn the_controller_manager_may_run_daemon_sets_and_replication_controllers() {
         assert_eq!(decision.allowed(), allowed, "{method} {path}: {decision:?}");
     }
 }
+
+/// The cluster autoscaler (issue 24): nodes, evictions and its status ConfigMap, nothing more.
+#[test]
+fn the_cluster_autoscaler_manages_nodes_but_no_workloads() {
+    let policy = policy();
+    let autoscaler = user("system:cluster-autoscaler", &[AUTH]);
+    let status = "/api/v1/namespaces/kube-system/configmaps/cluster-autoscaler-status";
+    let cases = [
+        ("GET", "/api/v1/nodes", true),
+        ("PATCH", "/api/v1/nodes/node-101", true),
+        ("DELETE", "/api/v1/nodes/node-101", true),
+        ("GET", "/api/v1/pods", true),
+        ("POST", "/api/v1/namespaces/default/pods/web/eviction", true),
+        ("PATCH", status, true),
+        (
+            "PATCH",
+            "/api/v1/namespaces/kube-system/configmaps/other",
+            false,
+        ),
+        ("DELETE", "/api/v1/namespaces/default/pods/web", false),
+        ("GET", "/api/v1/namespaces/default/secrets", false),
+        (
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/deployments/web",
+            false,
+        ),
+    ];
+    for (method, path, allowed) in cases {
+        let attributes = request_attributes(autoscaler.clone(), method, path, "");
+        let decision = authorize(&policy, &attributes, None);
+        assert_eq!(decision.allowed(), allowed, "{method} {path}: {decision:?}");
+    }
+}

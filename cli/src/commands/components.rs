@@ -92,3 +92,9 @@ pub async fn metrics_server(args: minik_metrics_server::Args) -> anyhow::Result<
     let shutdown = start("metrics-server");
     Ok(minik_metrics_server::run(args.into_config(), shutdown).await?)
 }
+
+/// `minik cluster-autoscaler`.
+pub async fn cluster_autoscaler(args: minik_cluster_autoscaler::Args) -> anyhow::Result<()> {
+    let shutdown = start("cluster-autoscaler");
+    Ok(minik_cluster_autoscaler::run(args.into_config(), shutdown).await?)
+}

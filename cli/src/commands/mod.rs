@@ -93,6 +93,8 @@ pub enum Command {
     MetricsServer(minik_metrics_server::Args),
     /// Run the cluster DNS (A and SRV records for Services, on a loopback address).
     Dns(minik_dns::Args),
+    /// Run the cluster autoscaler (nodes from the node-group API that `minik up --max-nodes` serves).
+    ClusterAutoscaler(minik_cluster_autoscaler::Args),
 }
 
 /// Runs the parsed command.
@@ -124,5 +126,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Loadbalancer(args) => components::loadbalancer(args).await,
         Command::MetricsServer(args) => components::metrics_server(args).await,
         Command::Dns(args) => components::dns(args).await,
+        Command::ClusterAutoscaler(args) => components::cluster_autoscaler(args).await,
     }
 }

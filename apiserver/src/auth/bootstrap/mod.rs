@@ -319,6 +319,8 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
         role("system:ingress-controller", ingress_controller_rules()),
         // Resource metrics and autoscaling (issues 18 and 20).
         role("system:metrics-server", metrics_server_rules()),
+        // The cluster autoscaler process (`minik cluster-autoscaler`, issue 24).
+        role("cluster-autoscaler", cluster_autoscaler_rules()),
         role(
             "system:controller:horizontal-pod-autoscaler",
             horizontal_pod_autoscaler_rules(),
@@ -410,6 +412,10 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
         binding(
             "system:metrics-server",
             vec![subject("User", "system:metrics-server")],
+        ),
+        binding(
+            "cluster-autoscaler",
+            vec![subject("User", "system:cluster-autoscaler")],
         ),
     ];
     // Upstream's Node authorizer grants kubelets the `system:node` rules, among them creating

@@ -453,3 +453,39 @@ pub(super) fn horizontal_pod_autoscaler_rules() -> Vec<PolicyRule> {
         events(),
     ]
 }
+
+/// The cluster autoscaler: upstream's `cluster-autoscaler` ClusterRole (its example manifests,
+/// read-only parts reduced to what minik serves), with its kube-system Role on the status
+/// ConfigMap folded in (minik bootstraps ClusterRoles only), plus `patch` and `delete` on nodes:
+/// minik's autoscaler taints with a patch and deletes the Node itself, where upstream's cloud
+/// node-lifecycle controller deletes it.
+pub(super) fn cluster_autoscaler_rules() -> Vec<PolicyRule> {
+    vec![
+        events(),
+        rule(&["create"], &[""], &["pods/eviction"]),
+        rule(&["update"], &[""], &["pods/status"]),
+        rule(
+            &["watch", "list", "get", "update", "patch", "delete"],
+            &[""],
+            &["nodes"],
+        ),
+        rule(
+            READ,
+            &[""],
+            &["namespaces", "pods", "services", "replicationcontrollers"],
+        ),
+        rule(
+            READ,
+            &["apps"],
+            &["statefulsets", "replicasets", "daemonsets"],
+        ),
+        rule(&["watch", "list"], &["policy"], &["poddisruptionbudgets"]),
+        rule(&["create", "list", "watch"], &[""], &["configmaps"]),
+        named(
+            &["delete", "get", "update", "patch", "watch"],
+            &[""],
+            &["configmaps"],
+            &["cluster-autoscaler-status"],
+        ),
+    ]
+}
