@@ -45,13 +45,18 @@ pub struct Served {
 impl Served {
     fn of(value: &Value) -> Served {
         let bytes = serde_json::to_vec(value).unwrap_or_default();
-        let mut hasher = DefaultHasher::new();
-        bytes.hash(&mut hasher);
         Served {
-            hash: format!("{:016X}", hasher.finish()),
+            hash: hash_of(&bytes),
             bytes,
         }
     }
+}
+
+/// The hash of served bytes, as an `ETag` and `?hash=` carry it (16 hex digits).
+pub(crate) fn hash_of(bytes: &[u8]) -> String {
+    let mut hasher = DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    format!("{:016X}", hasher.finish())
 }
 
 /// The built-in documents, built on first use.
