@@ -18,6 +18,7 @@ mod kubectl_crd_versions; // two served versions of a CRD, int-or-string, namesp
 mod kubectl_crds; // a CRD: apply, wait Established, get columns, patch, scale, explain, 422s, delete
 mod kubectl_daemonsets; // apply ds/rc, rollout status ds, get ds/rc, scale rc
 mod kubectl_debug; // debug (ephemeral containers, -it with a shell), attach -i, 422s
+mod kubectl_discovery; // aggregated discovery: an empty cache asks only /api and /apis (-v=6 counted)
 mod kubectl_drain; // cordon, a PodDisruptionBudget, a refused eviction, drain under the budget
 mod kubectl_exec; // exec (stdin, -it, exit codes), cp both ways, 403 on exec without RBAC
 mod kubectl_explain; // explain from /openapi/v3; events aggregated, also as events.k8s.io/v1
