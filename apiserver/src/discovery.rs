@@ -15,9 +15,9 @@ use minik_api::resource::{ResourceInfo, RESOURCES};
 use minik_api::status;
 use serde_json::{json, Value};
 
+use crate::discovery_aggregated as aggregated;
 use crate::error::{json_response, ApiError, ApiResult};
 use crate::registry::has_delete_collection;
-use crate::discovery_aggregated as aggregated;
 use crate::AppState;
 
 /// The version minik reports: kubectl 1.32 is the reference client.

@@ -102,7 +102,10 @@ fn media_range(range: &str) -> (f32, Option<Form>) {
 /// subresources folded in. `kind_version` fills an empty `responseKind` group and version (the
 /// CRD discovery controller names them; built-in resources leave them empty, as upstream).
 pub fn resources(list: &Value, kind_version: Option<(&str, &str)>) -> Vec<Value> {
-    let entries = list["resources"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let entries = list["resources"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
     let response_kind = |entry: &Value| {
         let field = |name: &str, default: &str| {
             let value = entry[name].as_str().unwrap_or("");
@@ -142,8 +145,10 @@ pub fn resources(list: &Value, kind_version: Option<(&str, &str)>) -> Vec<Value>
                 None => resource["subresources"] = json!([subresource]),
             },
             // A subresource without its resource gets an empty parent, as upstream.
-            None => out.push(json!({"resource": parent, "responseKind": {}, "scope": scope(entry),
-                                    "subresources": [subresource]})),
+            None => out.push(
+                json!({"resource": parent, "responseKind": {}, "scope": scope(entry),
+                                    "subresources": [subresource]}),
+            ),
         }
     }
     out

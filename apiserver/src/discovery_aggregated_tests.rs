@@ -15,7 +15,8 @@ fn kubectl_gets_v2_and_older_clients_what_they_ask_for() {
     assert_eq!(negotiate(Some("*/*")), Form::Legacy);
     assert_eq!(negotiate(None), Form::Legacy);
     // Parameter order does not matter; unknown forms are passed over.
-    let reordered = "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList, \
+    let reordered =
+        "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList, \
                      application/json;as=APIGroupDiscoveryList;v=v2;g=apidiscovery.k8s.io";
     assert_eq!(negotiate(Some(reordered)), Form::V2);
     let unknown = "application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList";
@@ -76,10 +77,9 @@ fn core_resources_carry_their_subresources_scope_and_names() {
     let nodes = find(&resources, "nodes");
     assert_eq!(nodes["scope"], "Cluster");
     assert!(nodes.get("categories").is_none(), "{nodes}");
-    assert!(resources.iter().all(|r| !r["resource"]
-        .as_str()
-        .unwrap()
-        .contains('/')));
+    assert!(resources
+        .iter()
+        .all(|r| !r["resource"].as_str().unwrap().contains('/')));
 }
 
 #[test]

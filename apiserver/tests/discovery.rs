@@ -58,7 +58,10 @@ async fn api_and_apis_answer_the_aggregated_document_with_etags() {
     assert_eq!(headers["vary"], "Accept");
     assert_eq!(core["kind"], "APIGroupDiscoveryList");
     let v1 = &core["items"][0]["versions"][0];
-    assert_eq!((&v1["version"], &v1["freshness"]), (&json!("v1"), &json!("Current")));
+    assert_eq!(
+        (&v1["version"], &v1["freshness"]),
+        (&json!("v1"), &json!("Current"))
+    );
     let pods = resource(v1, "pods");
     assert_eq!(pods["scope"], "Namespaced");
     assert_eq!(pods["responseKind"]["kind"], "Pod");
@@ -132,7 +135,10 @@ async fn a_crd_is_listed_within_a_second_and_changes_the_etag() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
-    eprintln!("CRD listed in aggregated discovery after {:?}", created.elapsed());
+    eprintln!(
+        "CRD listed in aggregated discovery after {:?}",
+        created.elapsed()
+    );
     let widgets = resource(&listed["versions"][0], "widgets");
     assert_eq!(
         (&widgets["scope"], &widgets["responseKind"]),

@@ -96,7 +96,11 @@ async fn kubectl_discovers_everything_from_api_and_apis_alone() {
             .success();
         let paths = requested_paths(&run.stderr);
         assert_eq!(discovery_paths(&paths).len(), 2, "{}", run.stderr);
-        assert!(line_of(&run.stdout, "deployments").is_some(), "{}", run.stdout);
+        assert!(
+            line_of(&run.stdout, "deployments").is_some(),
+            "{}",
+            run.stdout
+        );
     }
 
     // A CRD made after that discovery: kubectl, not knowing `ct`, asks /api and /apis again.

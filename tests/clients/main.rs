@@ -27,6 +27,7 @@ mod kubectl_jobs; // create job, wait --for=condition=complete, get jobs, logs j
 mod kubectl_metrics; // top pods/nodes through metrics-server, autoscale up under load and down
 mod kubectl_node_port; // expose --type=NodePort, curl the node port; the default IngressClass
 mod kubectl_nodes; // cordon, uncordon, taint nodes, and the scheduler's messages
+mod kubectl_openapi_v2; // kubectl 1.27's explain and apply validation over the protobuf /openapi/v2
 mod kubectl_port_forward; // port-forward pod/x and svc/x (1,000 requests each), a closed port, 403
 mod kubectl_statefulsets; // apply sts with a claim template, rollout status sts, scale sts, get sts/pvc/sc
 mod kubectl_token; // a secure cluster: default ServiceAccounts, create token, the kubernetes Service

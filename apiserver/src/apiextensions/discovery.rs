@@ -6,8 +6,10 @@
 //! then alpha); a version lists each kind with its verbs, short names and categories (`kubectl get
 //! all` reads `all` there), and its `/status` and `/scale` subresources.
 //!
-//! minik simplifies: no `storageVersionHash`, and no aggregated (`apidiscovery.k8s.io/v2`)
-//! documents, which minik does not serve for built-in kinds either.
+//! The aggregated (`apidiscovery.k8s.io/v2`) document is built from these lists
+//! (`discovery_aggregated.rs`), with the CRD's own group and version in each `responseKind`.
+//!
+//! minik simplifies: no `storageVersionHash`.
 
 use serde_json::{json, Value};
 

@@ -315,15 +315,15 @@ fn v2_wants_protobuf(accept: &str) -> Option<bool> {
     if accept.trim().is_empty() {
         return Some(false);
     }
-    accept.split(',').find_map(|range| {
-        match range.split(';').next().unwrap_or("").trim() {
+    accept
+        .split(',')
+        .find_map(|range| match range.split(';').next().unwrap_or("").trim() {
             "application/json" | "application/*" | "*/*" => Some(false),
             V2_PROTOBUF | "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" => {
                 Some(true)
             }
             _ => None,
-        }
-    })
+        })
 }
 
 /// `GET /openapi/v2`: the Swagger 2.0 document of every built-in kind, as JSON or, for

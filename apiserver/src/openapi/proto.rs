@@ -344,7 +344,12 @@ fn string(out: &mut Vec<u8>, field: u32, value: &Value) {
 }
 
 fn strings(out: &mut Vec<u8>, field: u32, value: &Value) {
-    for text in value.as_array().into_iter().flatten().filter_map(Value::as_str) {
+    for text in value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
         string_of(out, field, text);
     }
 }

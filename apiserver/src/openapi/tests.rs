@@ -121,7 +121,10 @@ async fn v2_is_json_or_protobuf_as_asked() {
     let schema = wire::fields(wire::bytes(&pod, 2)[0]);
     assert!(wire::text(&schema, 4)[0].starts_with("Pod is a collection"));
     let extension = wire::fields(wire::bytes(&schema, 31)[0]);
-    assert_eq!(wire::text(&extension, 1), ["x-kubernetes-group-version-kind"]);
+    assert_eq!(
+        wire::text(&extension, 1),
+        ["x-kubernetes-group-version-kind"]
+    );
     let yaml = wire::text(&wire::fields(wire::bytes(&extension, 2)[0]), 2)[0].to_string();
     let gvk: Value = serde_json::from_str(&yaml).unwrap();
     assert_eq!(gvk[0]["kind"], "Pod");
@@ -139,7 +142,12 @@ async fn v2_is_json_or_protobuf_as_asked() {
         wire::bytes(&parameter, 1).into_iter().any(|p| {
             let non_body = wire::fields(p);
             wire::bytes(&non_body, 2).into_iter().any(|q| {
-                let query = wire::fields(wire::bytes(&wire::fields(q), 3).first().copied().unwrap_or(&[]));
+                let query = wire::fields(
+                    wire::bytes(&wire::fields(q), 3)
+                        .first()
+                        .copied()
+                        .unwrap_or(&[]),
+                );
                 wire::text(&query, 4) == ["fieldValidation"]
             })
         })
