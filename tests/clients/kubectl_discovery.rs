@@ -34,10 +34,10 @@ fn discovery_paths(paths: &[String]) -> BTreeSet<String> {
         .iter()
         .filter(|path| {
             let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-            match segments.as_slice() {
-                ["api"] | ["apis"] | ["api", _] | ["apis", _] | ["apis", _, _] => true,
-                _ => false,
-            }
+            matches!(
+                segments.as_slice(),
+                ["api"] | ["apis"] | ["api", _] | ["apis", _] | ["apis", _, _]
+            )
         })
         .cloned()
         .collect()
