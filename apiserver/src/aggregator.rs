@@ -12,7 +12,8 @@
 //! `--enable-aggregator-routing`), with no Service needed; the front-proxy certificate is the
 //! apiserver's kubelet client certificate, and the server's certificate is checked against the
 //! cluster CA the apiserver already trusts for the kubelets (so `caBundle` must be that CA); no
-//! `Available` status condition is maintained; no aggregated (v2) discovery.
+//! `Available` status condition is maintained. Aggregated discovery asks the server for its
+//! legacy document on each request ([`fetch_resource_list`]).
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -81,6 +82,44 @@ pub async fn filter(State(state): State<AppState>, request: Request, next: Next)
         Ok(response) => response,
         Err(error) => error.into_response(),
     }
+}
+
+/// How long aggregated discovery waits for an APIService's server.
+const DISCOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The legacy `APIResourceList` of an APIService's group version, asked of its server as the
+/// aggregator's own user (upstream's discovery manager falls back to this legacy document when
+/// the server does not serve aggregated discovery).
+pub async fn fetch_resource_list(
+    state: &AppState,
+    group: &str,
+    version: &str,
+) -> Result<Value, ApiError> {
+    let key = format!("/registry/apiservices/{version}.{group}");
+    let api_service = match state.storage.get(&key) {
+        Ok(Some(record)) => record.value,
+        _ => return Err(unavailable(&key, "no such APIService")),
+    };
+    let mut request = Request::builder()
+        .uri(format!("/apis/{group}/{version}"))
+        .header("accept", "application/json")
+        .body(Body::empty())
+        .map_err(|e| unavailable(&key, e))?;
+    request.extensions_mut().insert(UserInfo {
+        name: "system:kube-aggregator".into(),
+        uid: String::new(),
+        groups: vec!["system:masters".into()],
+    });
+    let response = tokio::time::timeout(DISCOVERY_TIMEOUT, proxy(state, &api_service, request))
+        .await
+        .map_err(|_| unavailable(&key, "discovery timed out"))??;
+    if !response.status().is_success() {
+        return Err(unavailable(&key, response.status()));
+    }
+    let body = axum::body::to_bytes(response.into_body(), crate::MAX_BODY_BYTES)
+        .await
+        .map_err(|e| unavailable(&key, e))?;
+    serde_json::from_slice(&body).map_err(|e| unavailable(&key, e))
 }
 
 fn unavailable(name: &str, why: impl std::fmt::Display) -> ApiError {

@@ -78,7 +78,8 @@ pub fn to_v1(mut object: Value) -> Value {
     object
 }
 
-fn resource_list() -> Value {
+/// The legacy `APIResourceList` of this group version (`/apis/…/v1`, and aggregated discovery).
+pub(crate) fn resource_list() -> Value {
     let entry = |name: &str, verbs: &[&str]| {
         json!({"name": name, "singularName": if name.contains('/') { "" } else { "horizontalpodautoscaler" },
                "namespaced": true, "kind": "HorizontalPodAutoscaler", "verbs": verbs})

@@ -3,8 +3,10 @@
 //! Kubernetes counterpart: `k8s.io/apiserver/pkg/endpoints/discovery/{legacy,root,group,version}.go`
 //! and `pkg/version` (`version.Info`). kubectl asks `/api`, `/apis` and `/api/v1` before any verb,
 //! learns from the `APIResourceList` that `po` means pods and that nodes are cluster-scoped, and
-//! picks its own minor version from `/version` (docs/real-clients.md#version, #discovery). minik
-//! serves the legacy (unaggregated) documents, which every client accepts.
+//! picks its own minor version from `/version` (docs/real-clients.md#version, #discovery). The
+//! legacy (unaggregated) documents here are the one source of truth: `/api` and `/apis` answer
+//! the aggregated `apidiscovery.k8s.io/v2` form, built from them, when asked
+//! (`discovery_aggregated.rs`).
 
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -13,6 +15,7 @@ use minik_api::resource::{ResourceInfo, RESOURCES};
 use minik_api::status;
 use serde_json::{json, Value};
 
+use crate::discovery_aggregated as aggregated;
 use crate::error::{json_response, ApiError, ApiResult};
 use crate::registry::has_delete_collection;
 use crate::AppState;
@@ -31,8 +34,12 @@ pub async fn version() -> Response {
     json_response(StatusCode::OK, &info)
 }
 
-/// `GET /api`: the core group's versions.
+/// `GET /api`: the core group's versions, or its aggregated document when asked.
 pub async fn api_versions(headers: HeaderMap) -> Response {
+    let form = aggregated::negotiate(accept(&headers));
+    if form != aggregated::Form::Legacy {
+        return aggregated::respond(form, aggregated::core_items(), &headers);
+    }
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
@@ -44,6 +51,10 @@ pub async fn api_versions(headers: HeaderMap) -> Response {
         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}],
     });
     json_response(StatusCode::OK, &body)
+}
+
+fn accept(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok())
 }
 
 /// The named groups minik serves (everything outside core).
@@ -60,16 +71,30 @@ fn named_groups() -> Vec<&'static str> {
 }
 
 /// `GET /apis`: the named groups (coordination.k8s.io for Leases), then the aggregated ones
-/// (an APIService naming a service: `metrics.k8s.io`).
-pub async fn api_groups(State(state): State<AppState>) -> Response {
-    let aggregated: Vec<(String, String)> = crate::aggregator::remote_api_services(&state)
+/// (an APIService naming a service: `metrics.k8s.io`), then the custom ones; or all of them with
+/// their resources (`apidiscovery.k8s.io/v2`) when asked.
+pub async fn api_groups(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let form = aggregated::negotiate(accept(&headers));
+    if form != aggregated::Form::Legacy {
+        let items = aggregated::apis_items(&state).await;
+        return aggregated::respond(form, items, &headers);
+    }
+    json_response(
+        StatusCode::OK,
+        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": group_list(&state)}),
+    )
+}
+
+/// The `APIGroup`s of `/apis`, each with its versions, the preferred one first.
+pub fn group_list(state: &AppState) -> Vec<Value> {
+    let aggregated: Vec<(String, String)> = crate::aggregator::remote_api_services(state)
         .iter()
         .filter_map(|s| {
             let field = |f: &str| s.pointer(&format!("/spec/{f}"))?.as_str().map(String::from);
             Some((field("group")?, field("version")?))
         })
         .collect();
-    let groups: Vec<Value> = named_groups()
+    named_groups()
         .into_iter()
         .filter_map(|gv| gv.split_once('/'))
         .map(|(group, version)| (group.to_string(), version.to_string()))
@@ -90,11 +115,21 @@ pub async fn api_groups(State(state): State<AppState>) -> Response {
         })
         // The groups CustomResourceDefinitions add (issue 21).
         .chain(crate::apiextensions::discovery::groups(&state.custom))
-        .collect();
-    json_response(
-        StatusCode::OK,
-        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),
-    )
+        .collect()
+}
+
+/// The `APIResourceList` of a group version this server serves itself (not an APIService's).
+pub fn local_resource_list(state: &AppState, group_version: &str) -> Option<Value> {
+    if let Some(list) = crate::apiextensions::discovery::resource_list(&state.custom, group_version)
+    {
+        return Some(list);
+    }
+    match group_version {
+        "events.k8s.io/v1" => Some(crate::events_v1::resource_list()),
+        "autoscaling/v1" => Some(crate::autoscaling_v1::resource_list()),
+        _ if named_groups().contains(&group_version) => Some(resource_list(group_version)),
+        _ => None,
+    }
 }
 
 const ALL_VERBS: &[&str] = &[
@@ -190,22 +225,14 @@ pub async fn group_version(
     Path((group, version)): Path<(String, String)>,
 ) -> ApiResult<Response> {
     let group_version = format!("{group}/{version}");
-    if let Some(list) =
-        crate::apiextensions::discovery::resource_list(&state.custom, &group_version)
-    {
-        return Ok(json_response(StatusCode::OK, &list));
-    }
-    if !named_groups().contains(&group_version.as_str()) {
-        return Err(ApiError::from(status::failure(
+    match local_resource_list(&state, &group_version) {
+        Some(list) => Ok(json_response(StatusCode::OK, &list)),
+        None => Err(ApiError::from(status::failure(
             404,
             "NotFound",
             "the server could not find the requested resource",
-        )));
+        ))),
     }
-    Ok(json_response(
-        StatusCode::OK,
-        &resource_list(&group_version),
-    ))
 }
 
 #[cfg(test)]

@@ -112,7 +112,8 @@ fn json_patch_to_core(mut operations: Value) -> Value {
     operations
 }
 
-fn resource_list() -> Value {
+/// The legacy `APIResourceList` of this group version (`/apis/…/v1`, and aggregated discovery).
+pub(crate) fn resource_list() -> Value {
     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "events.k8s.io/v1",
            "resources": [{"name": "events", "singularName": "event", "namespaced": true, "kind": "Event",
                           "shortNames": ["ev"],

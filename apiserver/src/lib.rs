@@ -56,6 +56,7 @@ pub mod auth;
 pub mod autoscaling_v1;
 mod config;
 pub mod discovery;
+pub mod discovery_aggregated;
 pub mod endpoint_leases;
 pub mod error;
 pub mod events_v1;

@@ -83,6 +83,16 @@ async fn kubectl_top_shows_a_cpu_burning_pod_and_the_node() {
     let nodes = kubectl.ok(&["top", "nodes"]).await;
     let row = cells(line_of(&nodes, "node-1").expect("a row for node-1"));
     assert!(millicores(row[1]) > 0 && row[2].ends_with('%'), "{nodes}");
+    // Aggregated discovery lists the APIService's resources, asked of metrics-server (issue 21).
+    let resources = kubectl
+        .ok(&["api-resources", "--api-group=metrics.k8s.io"])
+        .await;
+    let pods = cells(line_of(&resources, "pods").expect("metrics pods listed"));
+    assert_eq!(
+        pods[1..],
+        ["metrics.k8s.io/v1beta1", "true", "PodMetrics"],
+        "{resources}"
+    );
     kubectl
         .ok(&["delete", "pod", "burn", "--grace-period=0", "--force"])
         .await;

@@ -18,6 +18,7 @@ mod kubectl_crd_versions; // two served versions of a CRD, int-or-string, namesp
 mod kubectl_crds; // a CRD: apply, wait Established, get columns, patch, scale, explain, 422s, delete
 mod kubectl_daemonsets; // apply ds/rc, rollout status ds, get ds/rc, scale rc
 mod kubectl_debug; // debug (ephemeral containers, -it with a shell), attach -i, 422s
+mod kubectl_discovery; // aggregated discovery: an empty cache asks only /api and /apis (-v=6 counted)
 mod kubectl_drain; // cordon, a PodDisruptionBudget, a refused eviction, drain under the budget
 mod kubectl_exec; // exec (stdin, -it, exit codes), cp both ways, 403 on exec without RBAC
 mod kubectl_explain; // explain from /openapi/v3; events aggregated, also as events.k8s.io/v1
@@ -26,6 +27,7 @@ mod kubectl_jobs; // create job, wait --for=condition=complete, get jobs, logs j
 mod kubectl_metrics; // top pods/nodes through metrics-server, autoscale up under load and down
 mod kubectl_node_port; // expose --type=NodePort, curl the node port; the default IngressClass
 mod kubectl_nodes; // cordon, uncordon, taint nodes, and the scheduler's messages
+mod kubectl_openapi_v2; // kubectl 1.27's explain and apply validation over the protobuf /openapi/v2
 mod kubectl_port_forward; // port-forward pod/x and svc/x (1,000 requests each), a closed port, 403
 mod kubectl_statefulsets; // apply sts with a claim template, rollout status sts, scale sts, get sts/pvc/sc
 mod kubectl_token; // a secure cluster: default ServiceAccounts, create token, the kubernetes Service

@@ -6,8 +6,10 @@
 //! then alpha); a version lists each kind with its verbs, short names and categories (`kubectl get
 //! all` reads `all` there), and its `/status` and `/scale` subresources.
 //!
-//! minik simplifies: no `storageVersionHash`, and no aggregated (`apidiscovery.k8s.io/v2`)
-//! documents, which minik does not serve for built-in kinds either.
+//! The aggregated (`apidiscovery.k8s.io/v2`) document is built from these lists
+//! (`discovery_aggregated.rs`), with the CRD's own group and version in each `responseKind`.
+//!
+//! minik simplifies: no `storageVersionHash`.
 
 use serde_json::{json, Value};
 
@@ -23,6 +25,9 @@ const VERBS: [&str; 8] = [
     "update",
     "watch",
 ];
+
+/// The verbs a terminating CRD's kind no longer lists (`customresource_discovery_controller.go`).
+const TERMINATING_DROPS: [&str; 3] = ["patch", "create", "update"];
 
 /// The `APIGroup` entries of `/apis` for the custom groups.
 pub fn groups(kinds: &Kinds) -> Vec<Value> {
@@ -60,8 +65,13 @@ pub fn resource_list(kinds: &Kinds, group_version: &str) -> Option<Value> {
     let mut resources = Vec::new();
     for kind in served {
         let info = kind.info;
+        // A terminating CRD takes no new objects: upstream drops the writing verbs.
+        let verbs: Vec<&str> = VERBS
+            .into_iter()
+            .filter(|v| !kind.terminating || !TERMINATING_DROPS.contains(v))
+            .collect();
         let mut entry = json!({"name": info.plural, "singularName": info.singular,
-            "namespaced": info.namespaced, "kind": info.kind, "verbs": VERBS});
+            "namespaced": info.namespaced, "kind": info.kind, "verbs": verbs});
         if !info.short_names.is_empty() {
             entry["shortNames"] = json!(info.short_names);
         }
@@ -106,4 +116,32 @@ pub async fn group(
         axum::http::StatusCode::OK,
         &group,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apiextensions::controller::kinds_of;
+
+    #[test]
+    fn a_terminating_crd_lists_only_reading_and_deleting_verbs() {
+        let crd = serde_json::from_value(json!({
+            "metadata": {"name": "gadgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": "gadgets", "kind": "Gadget"},
+                     "versions": [{"name": "v1", "served": true, "storage": true}]}
+        }))
+        .expect("a CRD");
+        let verbs = |terminating: bool| {
+            let kinds = Kinds::default();
+            kinds.replace("gadgets.example.com", kinds_of(&crd, terminating));
+            resource_list(&kinds, "example.com/v1").expect("served")["resources"][0]["verbs"]
+                .clone()
+        };
+        assert_eq!(verbs(false), json!(VERBS));
+        assert_eq!(
+            verbs(true),
+            json!(["delete", "deletecollection", "get", "list", "watch"])
+        );
+    }
 }

@@ -13,11 +13,12 @@
 //! one without gets an `ETag` and `If-None-Match` is answered 304. Extra group versions (CRDs)
 //! plug in through [`extra::register`] and are built per request.
 //!
-//! minik simplifies: JSON only — the protobuf v2 encoding (client-go's `OpenAPISchema()`) is
-//! answered 406, which client-go treats as "no such document".
+//! `/openapi/v2` is also served as protobuf (gnostic's `openapi_v2.Document`, [`proto`]), the only
+//! form client-go's `OpenAPISchema()` asks for. minik simplifies: v3 is JSON only.
 
 pub mod extra;
 pub mod paths;
+pub mod proto;
 pub mod schemas;
 
 use std::collections::BTreeMap;
@@ -45,13 +46,18 @@ pub struct Served {
 impl Served {
     fn of(value: &Value) -> Served {
         let bytes = serde_json::to_vec(value).unwrap_or_default();
-        let mut hasher = DefaultHasher::new();
-        bytes.hash(&mut hasher);
         Served {
-            hash: format!("{:016X}", hasher.finish()),
+            hash: hash_of(&bytes),
             bytes,
         }
     }
+}
+
+/// The hash of served bytes, as an `ETag` and `?hash=` carry it (16 hex digits).
+pub(crate) fn hash_of(bytes: &[u8]) -> String {
+    let mut hasher = DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    format!("{:016X}", hasher.finish())
 }
 
 /// The built-in documents, built on first use.
@@ -300,25 +306,59 @@ pub(crate) fn document_of(
     }
 }
 
-/// `GET /openapi/v2`: the Swagger 2.0 document of every built-in kind, JSON only.
+/// The protobuf media type of `/openapi/v2` (kube-openapi's `subTypeProtobuf`); the older
+/// `…spec.v2@v1.0+protobuf` is accepted and answered with this one.
+const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// Whether `Accept` asks for JSON (`Some(false)`), protobuf (`Some(true)`), or neither.
+fn v2_wants_protobuf(accept: &str) -> Option<bool> {
+    if accept.trim().is_empty() {
+        return Some(false);
+    }
+    accept
+        .split(',')
+        .find_map(|range| match range.split(';').next().unwrap_or("").trim() {
+            "application/json" | "application/*" | "*/*" => Some(false),
+            V2_PROTOBUF | "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" => {
+                Some(true)
+            }
+            _ => None,
+        })
+}
+
+/// `GET /openapi/v2`: the Swagger 2.0 document of every built-in kind, as JSON or, for
+/// client-go's `OpenAPISchema()`, as gnostic's protobuf `Document` ([`proto`]). Both carry the
+/// JSON's `ETag`, as kube-openapi's handler does.
 pub async fn v2(headers: HeaderMap) -> Response {
     let accept = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let takes_json =
-        accept.is_empty() || accept.contains("application/json") || accept.contains("*/*");
-    if !takes_json {
-        // client-go's OpenAPISchema() asks for protobuf only; 406 makes it give up cleanly.
+    let Some(protobuf) = v2_wants_protobuf(accept) else {
         return ApiError::from(status::failure(
             406,
             "NotAcceptable",
-            "only application/json is served for /openapi/v2",
+            "only application/json and application/com.github.proto-openapi.spec.v2.v1.0+protobuf are served for /openapi/v2",
         ))
         .into_response();
-    }
+    };
     let served = &documents().v2;
-    let mut response = cached(&served.bytes, &served.hash, None, &headers, "");
+    let mut response = if protobuf {
+        static PROTOBUF: OnceLock<Vec<u8>> = OnceLock::new();
+        let bytes = PROTOBUF.get_or_init(|| {
+            let json: Value = serde_json::from_slice(&served.bytes).unwrap_or_default();
+            proto::document(&json)
+        });
+        let mut response = cached(bytes, &served.hash, None, &headers, "");
+        if response.status() == StatusCode::OK {
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(V2_PROTOBUF));
+        }
+        response
+    } else {
+        cached(&served.bytes, &served.hash, None, &headers, "")
+    };
     response.headers_mut().insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("no-cache, private"),

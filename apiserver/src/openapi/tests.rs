@@ -87,7 +87,7 @@ async fn a_group_version_document_is_cached_by_hash() {
 }
 
 #[tokio::test]
-async fn v2_is_json_and_refuses_protobuf_only_clients() {
+async fn v2_is_json_or_protobuf_as_asked() {
     let doc = body(v2(HeaderMap::new()).await).await;
     assert_eq!(doc["swagger"], "2.0");
     assert_eq!(
@@ -100,7 +100,128 @@ async fn v2_is_json_and_refuses_protobuf_only_clients() {
         header::ACCEPT,
         HeaderValue::from_static("application/com.github.proto-openapi.spec.v2@v1.0+protobuf"),
     );
-    assert_eq!(v2(headers).await.status(), StatusCode::NOT_ACCEPTABLE);
+    let protobuf = v2(headers).await;
+    assert_eq!(protobuf.status(), StatusCode::OK);
+    assert_eq!(
+        protobuf.headers()[header::CONTENT_TYPE],
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    );
+    let bytes = axum::body::to_bytes(protobuf.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let document = wire::fields(&bytes);
+    assert_eq!(wire::text(&document, 1), ["2.0"]);
+    // definitions (9) → NamedSchema (1) {name 1, Schema 2}; the Pod's vendor extension (31).
+    let definitions = wire::fields(wire::bytes(&document, 9)[0]);
+    let pod = wire::bytes(&definitions, 1)
+        .into_iter()
+        .map(wire::fields)
+        .find(|pair| wire::text(pair, 1) == ["io.k8s.api.core.v1.Pod"])
+        .expect("the Pod's schema");
+    let schema = wire::fields(wire::bytes(&pod, 2)[0]);
+    assert!(wire::text(&schema, 4)[0].starts_with("Pod is a collection"));
+    let extension = wire::fields(wire::bytes(&schema, 31)[0]);
+    assert_eq!(
+        wire::text(&extension, 1),
+        ["x-kubernetes-group-version-kind"]
+    );
+    let yaml = wire::text(&wire::fields(wire::bytes(&extension, 2)[0]), 2)[0].to_string();
+    let gvk: Value = serde_json::from_str(&yaml).unwrap();
+    assert_eq!(gvk[0]["kind"], "Pod");
+    // paths (8) → NamedPathItem (2): the Pod's patch operation (8) names fieldValidation.
+    let paths = wire::fields(wire::bytes(&document, 8)[0]);
+    let pod_path = wire::bytes(&paths, 2)
+        .into_iter()
+        .map(wire::fields)
+        .find(|pair| wire::text(pair, 1) == ["/api/v1/namespaces/{namespace}/pods/{name}"])
+        .expect("the pod path");
+    let patch = wire::fields(wire::bytes(&wire::fields(wire::bytes(&pod_path, 2)[0]), 8)[0]);
+    let has_field_validation = wire::bytes(&patch, 8).into_iter().any(|item| {
+        // ParametersItem → Parameter (1) → NonBodyParameter (2) → query (3) → name (4).
+        let parameter = wire::fields(item);
+        wire::bytes(&parameter, 1).into_iter().any(|p| {
+            let non_body = wire::fields(p);
+            wire::bytes(&non_body, 2).into_iter().any(|q| {
+                let query = wire::fields(
+                    wire::bytes(&wire::fields(q), 3)
+                        .first()
+                        .copied()
+                        .unwrap_or(&[]),
+                );
+                wire::text(&query, 4) == ["fieldValidation"]
+            })
+        })
+    });
+    assert!(has_field_validation);
+
+    let mut yaml_only = HeaderMap::new();
+    yaml_only.insert(header::ACCEPT, HeaderValue::from_static("application/yaml"));
+    assert_eq!(v2(yaml_only).await.status(), StatusCode::NOT_ACCEPTABLE);
+}
+
+/// A protobuf reader for the test: each field's number with its varint or bytes.
+mod wire {
+    pub enum Field<'a> {
+        Varint,
+        Bytes(&'a [u8]),
+        Fixed,
+    }
+
+    fn varint(bytes: &[u8], at: &mut usize) -> u64 {
+        let (mut value, mut shift) = (0u64, 0);
+        loop {
+            let byte = bytes[*at];
+            *at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return value;
+            }
+            shift += 7;
+        }
+    }
+
+    pub fn fields(bytes: &[u8]) -> Vec<(u32, Field<'_>)> {
+        let (mut out, mut at) = (Vec::new(), 0);
+        while at < bytes.len() {
+            let key = varint(bytes, &mut at);
+            let field = (key >> 3) as u32;
+            match key & 7 {
+                0 => {
+                    varint(bytes, &mut at);
+                    out.push((field, Field::Varint));
+                }
+                1 => {
+                    at += 8;
+                    out.push((field, Field::Fixed));
+                }
+                2 => {
+                    let len = varint(bytes, &mut at) as usize;
+                    out.push((field, Field::Bytes(&bytes[at..at + len])));
+                    at += len;
+                }
+                other => panic!("wire type {other} at {at}"),
+            }
+        }
+        out
+    }
+
+    pub fn bytes<'a>(fields: &[(u32, Field<'a>)], number: u32) -> Vec<&'a [u8]> {
+        fields
+            .iter()
+            .filter(|(n, _)| *n == number)
+            .filter_map(|(_, f)| match f {
+                Field::Bytes(b) => Some(*b),
+                Field::Varint | Field::Fixed => None,
+            })
+            .collect()
+    }
+
+    pub fn text<'a>(fields: &[(u32, Field<'a>)], number: u32) -> Vec<&'a str> {
+        bytes(fields, number)
+            .into_iter()
+            .map(|b| std::str::from_utf8(b).expect("utf-8"))
+            .collect()
+    }
 }
 
 struct Widgets;
