@@ -262,22 +262,30 @@ fn validate_client_config(config: &Value, path: &str) -> Vec<StatusCause> {
 }
 
 fn validate_url(url: &Value, path: &str) -> Vec<StatusCause> {
-    let parsed = url.as_str().map(reqwest::Url::parse);
-    let why = match parsed {
-        Some(Ok(parsed)) if parsed.scheme() != "https" => "'https' is the only allowed URL scheme",
-        Some(Ok(parsed)) if !parsed.username().is_empty() || parsed.password().is_some() => {
+    match url_problem(url.as_str().unwrap_or("")) {
+        Some(why) => vec![invalid(path, url, why)],
+        None => Vec::new(),
+    }
+}
+
+/// What is wrong with a webhook URL (`ValidateWebhookURL` with https forced), if anything;
+/// also used for CRD conversion webhooks.
+pub fn url_problem(url: &str) -> Option<&'static str> {
+    let why = match reqwest::Url::parse(url) {
+        Ok(parsed) if parsed.scheme() != "https" => "'https' is the only allowed URL scheme",
+        Ok(parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
             "user information is not permitted in the URL"
         }
-        Some(Ok(parsed)) if parsed.fragment().is_some() || parsed.query().is_some() => {
+        Ok(parsed) if parsed.fragment().is_some() || parsed.query().is_some() => {
             "query parameters and fragments are not permitted in the URL"
         }
-        Some(Ok(parsed)) if url_loopback(&parsed).is_none() => {
+        Ok(parsed) if url_loopback(&parsed).is_none() => {
             "minik calls webhooks on loopback addresses only (127.0.0.0/8 or localhost)"
         }
-        Some(Ok(_)) => return Vec::new(),
-        _ => "host must be specified",
+        Ok(_) => return None,
+        Err(_) => "host must be specified",
     };
-    vec![invalid(path, url, why)]
+    Some(why)
 }
 
 fn validate_rule(rule: &Value, path: &str) -> Vec<StatusCause> {
