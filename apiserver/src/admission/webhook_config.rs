@@ -6,7 +6,7 @@
 //! reinvocationPolicy Never) and `pkg/apis/admissionregistration/validation/validation.go`
 //! (`ValidateValidatingWebhookConfiguration`, `ValidateMutatingWebhookConfiguration`). minik
 //! adds one rule of its own: a `clientConfig.url` must name a loopback host.
-//! minik simplifies: `matchConditions` are accepted but not evaluated, nor validated.
+//! `matchConditions` are validated by `match_conditions.rs`.
 
 use std::collections::BTreeSet;
 
@@ -18,6 +18,7 @@ use minik_api::status::{self, cause};
 use minik_api::workloads::selector_from_meta;
 use serde_json::{json, Map, Value};
 
+use super::match_conditions;
 use super::webhook_client::url_loopback;
 use crate::error::ApiResult;
 use crate::registry::{typed, untyped};
@@ -212,6 +213,10 @@ fn validate_webhook(webhook: &Value, path: &str, mutating: bool) -> Vec<StatusCa
     causes.extend(validate_client_config(
         &webhook["clientConfig"],
         &field("clientConfig"),
+    ));
+    causes.extend(match_conditions::validate(
+        &webhook["matchConditions"],
+        &field("matchConditions"),
     ));
     for (j, rule) in webhook["rules"]
         .as_array()
