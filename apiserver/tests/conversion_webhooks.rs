@@ -288,3 +288,49 @@ async fn invalid_conversion_settings_are_refused_with_their_fields() {
     assert_eq!(code, 422, "{status}");
     assert!(status["message"].as_str().unwrap().contains("spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook"), "{status}");
 }
+
+#[tokio::test]
+async fn an_object_from_an_earlier_storage_version_is_converted_before_an_update() {
+    let api = TestServer::start().await;
+    let hook = converter().await;
+    create_crd(&api, &crd("foos", "Foo", &hook, &["v1"]), "foos").await;
+    assert_eq!(api.post(V2, &foo("v2", "old", "color", "red")).await.0, 201);
+    let swap = json!([{"op": "replace", "path": "/spec/versions/0/storage", "value": true},
+        {"op": "replace", "path": "/spec/versions/1/storage", "value": false}]);
+    let (code, body) = api
+        .patch(
+            &format!("{CRDS}/foos.example.com"),
+            "application/json-patch+json",
+            &swap,
+        )
+        .await;
+    assert_eq!(code, 200, "{body}");
+    // v1 is the storage version once a create in v1 needs no conversion.
+    tokio::time::timeout(TIMEOUT, async {
+        for probe in 0.. {
+            let before = hook.received().len();
+            let name = format!("probe-{probe}");
+            assert_eq!(api.post(V1, &foo("v1", &name, "colour", "x")).await.0, 201);
+            if hook.received().len() == before {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("v1 becomes the storage version");
+
+    // Stored in v2, patched in v1 (the storage version): converted to v1 first (else v2's
+    // `color` would be pruned by v1's schema), stored in v1.
+    let patch = json!({"metadata": {"labels": {"patched": "yes"}}});
+    let (code, patched) = api
+        .patch(&format!("{V1}/old"), "application/merge-patch+json", &patch)
+        .await;
+    assert_eq!(code, 200, "{patched}");
+    assert_eq!(patched["spec"], json!({"colour": "red"}));
+    let before = hook.received().len();
+    assert_eq!(
+        api.get(&format!("{V1}/old")).await.1["spec"],
+        json!({"colour": "red"})
+    );
+    assert_eq!(hook.received().len(), before, "now stored in v1");
+}

@@ -94,7 +94,8 @@ pub async fn convert(
 }
 
 /// A stored object as the request's version has it; `None` when nothing changes (a built-in
-/// kind, or the request is in the storage version).
+/// kind, or an object already in that version; one stored in an earlier storage version is
+/// converted too).
 pub async fn for_request(
     state: &AppState,
     info: &ResourceInfo,
@@ -103,7 +104,7 @@ pub async fn for_request(
     let Some(kind) = state.custom.kind(info) else {
         return Ok(None);
     };
-    if kind.version == kind.storage_version {
+    if stored["apiVersion"] == kind.api_version().as_str() {
         return Ok(None);
     }
     let mut objects = [stored.clone()];
