@@ -1,7 +1,7 @@
 //! CRD conversion webhooks against a real apiserver and a real HTTPS webhook on loopback: a
 //! `Foo` whose v1 `spec.colour` is v2's (the storage version's) `spec.color`, written and read in
-//! both versions, listed (one review for the list), watched in v1, applied and listed by
-//! kubectl; and the failures: a webhook that is down, one that renames the object, and a CRD
+//! both versions, listed (one review for the list), watched in v1, scaled in v1 (whose
+//! `spec.size` is v2's `spec.replicas`), applied and listed by kubectl; and the failures: a webhook that is down, one that renames the object, and a CRD
 //! whose conversion settings are invalid.
 
 mod common;
@@ -24,10 +24,14 @@ fn base64(text: &str) -> String {
 /// with the given review versions.
 fn crd(plural: &str, kind: &str, hook: &WebhookServer, review_versions: &[&str]) -> Value {
     let version = |name: &str, field: &str, storage: bool| {
+        let count = if name == "v1" { "size" } else { "replicas" };
         json!({"name": name, "served": true, "storage": storage,
             "additionalPrinterColumns": [{"name": "Colour", "type": "string", "jsonPath": format!(".spec.{field}")}],
+            "subresources": {"scale": {"specReplicasPath": format!(".spec.{count}"),
+                "statusReplicasPath": ".status.replicas"}},
             "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                "spec": {"type": "object", "properties": {field: {"type": "string"}}}}}}})
+                "spec": {"type": "object", "properties": {field: {"type": "string"},
+                    count: {"type": "integer"}}}}}}})
     };
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": format!("{plural}.example.com")},
@@ -39,7 +43,7 @@ fn crd(plural: &str, kind: &str, hook: &WebhookServer, review_versions: &[&str])
                 "clientConfig": {"url": hook.url("/convert"), "caBundle": base64(&hook.ca_pem)}}}}})
 }
 
-/// One object: v1 calls the field `colour`, v2 `color`.
+/// One object: v1 calls the fields `colour` and `size`, v2 `color` and `replicas`.
 fn convert(object: &Value, desired: &str) -> Value {
     let mut out = object.clone();
     let spec = out["spec"].as_object_mut().expect("spec");
@@ -47,6 +51,14 @@ fn convert(object: &Value, desired: &str) -> Value {
         ("color", "colour")
     } else {
         ("colour", "color")
+    };
+    if let Some(value) = spec.remove(from) {
+        spec.insert(to.to_string(), value);
+    }
+    let (from, to) = if desired.ends_with("/v1") {
+        ("replicas", "size")
+    } else {
+        ("size", "replicas")
     };
     if let Some(value) = spec.remove(from) {
         spec.insert(to.to_string(), value);
@@ -333,4 +345,35 @@ async fn an_object_from_an_earlier_storage_version_is_converted_before_an_update
         json!({"colour": "red"})
     );
     assert_eq!(hook.received().len(), before, "now stored in v1");
+}
+
+#[tokio::test]
+async fn the_scale_of_another_version_reads_and_writes_that_versions_path() {
+    let api = TestServer::start().await;
+    let hook = converter().await;
+    create_crd(&api, &crd("foos", "Foo", &hook, &["v1"]), "foos").await;
+    let mut three = foo("v2", "three", "color", "red");
+    three["spec"]["replicas"] = json!(3);
+    assert_eq!(api.post(V2, &three).await.0, 201);
+    let (code, scale) = api.get(&format!("{V1}/three/scale")).await;
+    assert_eq!(
+        (code, &scale["spec"]["replicas"]),
+        (200, &json!(3)),
+        "{scale}"
+    );
+    let patch = json!({"spec": {"replicas": 5}});
+    let (code, scale) = api
+        .patch(
+            &format!("{V1}/three/scale"),
+            "application/merge-patch+json",
+            &patch,
+        )
+        .await;
+    assert_eq!(
+        (code, &scale["spec"]["replicas"]),
+        (200, &json!(5)),
+        "{scale}"
+    );
+    let (_, stored) = api.get(&format!("{V2}/three")).await;
+    assert_eq!(stored["spec"], json!({"color": "red", "replicas": 5}));
 }
