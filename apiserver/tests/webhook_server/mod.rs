@@ -142,7 +142,11 @@ async fn accept_loop(
         let stream = tokio::select! {
             _ = shutdown.cancelled() => return,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                // As Go's servers do: no Nagle delay on small answers.
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    stream
+                }
                 Err(_) => continue,
             },
         };
