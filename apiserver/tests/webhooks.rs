@@ -9,7 +9,7 @@ mod webhook_server;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{TestServer, TIMEOUT};
+use common::{kubectl, TestServer, TIMEOUT};
 use serde_json::{json, Value};
 use webhook_server::{allow, deny, WebhookServer};
 
@@ -492,41 +492,6 @@ async fn the_configurations_are_validated_and_never_sent_to_a_webhook() {
     assert_eq!(code, 200);
     assert_eq!(api.post(CONFIGMAPS, &config_map("accepted")).await.0, 201);
     assert_eq!(hook.received().len(), 1);
-}
-
-/// Runs unmodified kubectl against `api` (skipped with a notice when it is missing, failed
-/// under CI): exit success, stdout, stderr.
-async fn kubectl(
-    api: &TestServer,
-    home: &std::path::Path,
-    args: &[&str],
-) -> Option<(bool, String, String)> {
-    let binary = std::env::var_os("MINIK_KUBECTL")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| "/usr/bin/kubectl".into());
-    if !binary.exists() {
-        assert!(std::env::var_os("CI").is_none(), "CI must provide kubectl");
-        eprintln!("SKIPPED: kubectl not found at {}", binary.display());
-        return None;
-    }
-    let output = tokio::process::Command::new(binary)
-        .env("HOME", home)
-        .args(["--server", &api.base, "--cache-dir"])
-        .arg(home.join("cache"))
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(60), output)
-        .await
-        .expect("kubectl in time")
-        .expect("run kubectl");
-    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
-    Some((
-        output.status.success(),
-        text(&output.stdout),
-        text(&output.stderr),
-    ))
 }
 
 #[tokio::test]

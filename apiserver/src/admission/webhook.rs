@@ -8,9 +8,10 @@
 //! the result, then the validating webhooks are called in parallel and any denial refuses the
 //! write (the first in configuration order is reported). A failed call refuses the write under
 //! `failurePolicy: Fail` (500) and is skipped under `Ignore`; webhook warnings become `Warning`
-//! headers. minik simplifies: no `reinvocationPolicy: IfNeeded` (a mutating webhook is called
-//! once), no `matchConditions`, no CONNECT (exec, attach, port-forward are not sent), and the
-//! configurations are read from storage on each write (no informer cache).
+//! headers. `matchConditions` decide (after the selectors) whether a webhook is called, and a
+//! mutating webhook with `reinvocationPolicy: IfNeeded` runs once more when a later webhook
+//! changed the object. minik simplifies: no CONNECT (exec, attach, port-forward are not sent),
+//! and the configurations are read from storage on each write (no informer cache).
 
 use std::sync::Mutex;
 
@@ -20,6 +21,7 @@ use minik_api::status;
 use serde_json::Value;
 use tracing::{info, warn};
 
+use super::match_conditions::{self, Outcome};
 use super::webhook_client;
 use super::webhook_match::{
     is_exempt, labels_of, rules_match, selector_matches, Operation, Resource, Webhook,
@@ -136,30 +138,59 @@ impl<'a> Review<'a> {
             .clone()
     }
 
-    /// The mutating webhooks, in order: the object as they patched it.
+    /// The mutating webhooks, in order: the object as they patched it. A webhook with
+    /// `reinvocationPolicy: IfNeeded` that was called is called once more when a later one
+    /// changed the object (upstream's reinvocation: a single second pass, in order).
     pub async fn mutate(&self, mut object: Value, old: Option<&Value>) -> ApiResult<Value> {
-        for webhook in &self.mutating {
-            if !self.selected(webhook, Some(&object), old)? {
-                continue;
+        let mut called_if_needed = Vec::new();
+        let mut again = std::collections::BTreeSet::new();
+        for (i, webhook) in self.mutating.iter().enumerate() {
+            let (next, called, changed) = self.mutate_once(webhook, object, old).await?;
+            object = next;
+            if changed {
+                again.extend(called_if_needed.drain(..));
             }
-            let Some(verdict) = self.call(webhook, Some(&object), old, true).await? else {
-                continue;
-            };
-            if let Some(given) = &verdict.denied {
-                return Err(denial(&webhook.name, given).into());
-            }
-            // A DELETE has no object to patch (upstream's patch of a nil object).
-            if let Some(patch) = verdict
-                .patch
-                .filter(|_| self.attributes.operation != Operation::Delete)
-            {
-                object = apply_patch(&object, &patch).map_err(|e| {
-                    ApiError::from(status::internal(format!("Internal error occurred: {e}")))
-                })?;
-                info!(webhook = %webhook.name, "applied the webhook's patch");
+            if called && webhook.reinvocation_policy.as_deref() == Some("IfNeeded") {
+                called_if_needed.push(i);
             }
         }
+        for i in again {
+            let webhook = &self.mutating[i];
+            info!(webhook = %webhook.name, "reinvoking the webhook (reinvocationPolicy IfNeeded)");
+            object = self.mutate_once(webhook, object, old).await?.0;
+        }
         Ok(object)
+    }
+
+    /// One mutating webhook: the object, whether it was called, whether its patch changed it.
+    async fn mutate_once(
+        &self,
+        webhook: &Webhook,
+        object: Value,
+        old: Option<&Value>,
+    ) -> ApiResult<(Value, bool, bool)> {
+        if !self.selected(webhook, Some(&object), old)? {
+            return Ok((object, false, false));
+        }
+        let Some(verdict) = self.call(webhook, Some(&object), old, true).await? else {
+            return Ok((object, true, false));
+        };
+        if let Some(given) = &verdict.denied {
+            return Err(denial(&webhook.name, given).into());
+        }
+        // A DELETE has no object to patch (upstream's patch of a nil object).
+        let Some(patch) = verdict
+            .patch
+            .filter(|_| self.attributes.operation != Operation::Delete)
+        else {
+            return Ok((object, true, false));
+        };
+        let patched = apply_patch(&object, &patch).map_err(|e| {
+            ApiError::from(status::internal(format!("Internal error occurred: {e}")))
+        })?;
+        info!(webhook = %webhook.name, "applied the webhook's patch");
+        let changed = patched != object;
+        Ok((patched, true, changed))
     }
 
     /// The validating webhooks, called in parallel: the first denial or failure refuses.
@@ -226,7 +257,44 @@ impl<'a> Review<'a> {
             None => Ok(true),
         };
         let object_matches = selector_matches(webhook.object_selector.as_ref(), &own);
-        Ok(namespace_matches.map_err(internal)? && object_matches.map_err(internal)?)
+        Ok(namespace_matches.map_err(internal)?
+            && object_matches.map_err(internal)?
+            && self.conditions_hold(webhook, object, old)?)
+    }
+
+    /// `matchConditions`: false skips the webhook; an error refuses the request with a 403
+    /// under `failurePolicy: Fail` (upstream's `NewForbidden`) and skips it under `Ignore`.
+    fn conditions_hold(
+        &self,
+        webhook: &Webhook,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> ApiResult<bool> {
+        if webhook.match_conditions.is_empty() {
+            return Ok(true);
+        }
+        let review = request_body(&self.attributes, "", object, old);
+        match match_conditions::evaluate(&webhook.match_conditions, &review["request"]) {
+            Outcome::Call => Ok(true),
+            Outcome::Skip => Ok(false),
+            Outcome::Error(error) if webhook.ignores_failures() => {
+                warn!(webhook = %webhook.name, %error, "match conditions failed, webhook skipped (failurePolicy Ignore)");
+                Ok(false)
+            }
+            Outcome::Error(error) => {
+                let r = &self.attributes.resource;
+                let resource = if r.group.is_empty() {
+                    r.resource.clone()
+                } else {
+                    format!("{}.{}", r.resource, r.group)
+                };
+                let message = format!(
+                    "{resource} {:?} is forbidden: {error}",
+                    self.attributes.name
+                );
+                Err(status::failure(403, "Forbidden", message).into())
+            }
+        }
     }
 
     /// The labels of the request's namespace.

@@ -10,7 +10,9 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use minik_api::k8s_openapi::api::admissionregistration::v1::ServiceReference;
+use minik_api::k8s_openapi::api::admissionregistration::v1::{
+    ServiceReference, WebhookClientConfig,
+};
 use minik_api::resource::lookup;
 use reqwest::Url;
 use serde_json::Value;
@@ -22,12 +24,22 @@ use crate::AppState;
 /// POSTs the review and returns the answer's body; the error text is what upstream's
 /// `failed calling webhook` message carries after the name.
 pub async fn post(state: &AppState, webhook: &Webhook, review: &Value) -> Result<Vec<u8>, String> {
-    let timeout = webhook.timeout();
-    let (mut url, address) = locate(state, webhook)?;
+    post_to(state, &webhook.client_config, webhook.timeout(), review).await
+}
+
+/// POSTs `review` to the webhook `config` names (also CRD conversion webhooks, whose
+/// `clientConfig` has the same shape), bounded by `timeout`.
+pub async fn post_to(
+    state: &AppState,
+    config: &WebhookClientConfig,
+    timeout: std::time::Duration,
+    review: &Value,
+) -> Result<Vec<u8>, String> {
+    let (mut url, address) = locate(state, config)?;
     url.query_pairs_mut()
         .append_pair("timeout", &format!("{}s", timeout.as_secs()));
     let shown = format!("Post \"{url}\"");
-    let client = client(webhook, &url, address).map_err(|e| format!("{shown}: {e}"))?;
+    let client = client(config, &url, address).map_err(|e| format!("{shown}: {e}"))?;
     let sent = client
         .post(url.clone())
         .timeout(timeout)
@@ -68,8 +80,10 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 }
 
 /// The URL to call and, for a service or `localhost`, the loopback address it resolves to.
-fn locate(state: &AppState, webhook: &Webhook) -> Result<(Url, Option<SocketAddr>), String> {
-    let config = &webhook.client_config;
+fn locate(
+    state: &AppState,
+    config: &WebhookClientConfig,
+) -> Result<(Url, Option<SocketAddr>), String> {
     if let Some(service) = &config.service {
         return locate_service(state, service);
     }
@@ -146,12 +160,12 @@ pub fn endpoint_for(service: &Value, endpoints: &Value, port: i32) -> Option<Soc
 /// An HTTPS client trusting the webhook's `caBundle` (else the usual roots), with the host
 /// pinned to `address` when one was resolved here.
 fn client(
-    webhook: &Webhook,
+    config: &WebhookClientConfig,
     url: &Url,
     address: Option<SocketAddr>,
 ) -> Result<reqwest::Client, String> {
     let mut builder = reqwest::Client::builder().no_proxy().https_only(true);
-    let bundle = webhook.client_config.ca_bundle.as_ref().map(|b| &b.0[..]);
+    let bundle = config.ca_bundle.as_ref().map(|b| &b.0[..]);
     if let Some(pem) = bundle.filter(|b| !b.is_empty()) {
         let roots = reqwest::Certificate::from_pem_bundle(pem)
             .map_err(|e| format!("invalid caBundle: {e}"))?;

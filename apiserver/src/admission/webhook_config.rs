@@ -6,7 +6,7 @@
 //! reinvocationPolicy Never) and `pkg/apis/admissionregistration/validation/validation.go`
 //! (`ValidateValidatingWebhookConfiguration`, `ValidateMutatingWebhookConfiguration`). minik
 //! adds one rule of its own: a `clientConfig.url` must name a loopback host.
-//! minik simplifies: `matchConditions` are accepted but not evaluated, nor validated.
+//! `matchConditions` are validated by `match_conditions.rs`.
 
 use std::collections::BTreeSet;
 
@@ -18,6 +18,7 @@ use minik_api::status::{self, cause};
 use minik_api::workloads::selector_from_meta;
 use serde_json::{json, Map, Value};
 
+use super::match_conditions;
 use super::webhook_client::url_loopback;
 use crate::error::ApiResult;
 use crate::registry::{typed, untyped};
@@ -213,6 +214,10 @@ fn validate_webhook(webhook: &Value, path: &str, mutating: bool) -> Vec<StatusCa
         &webhook["clientConfig"],
         &field("clientConfig"),
     ));
+    causes.extend(match_conditions::validate(
+        &webhook["matchConditions"],
+        &field("matchConditions"),
+    ));
     for (j, rule) in webhook["rules"]
         .as_array()
         .into_iter()
@@ -262,22 +267,30 @@ fn validate_client_config(config: &Value, path: &str) -> Vec<StatusCause> {
 }
 
 fn validate_url(url: &Value, path: &str) -> Vec<StatusCause> {
-    let parsed = url.as_str().map(reqwest::Url::parse);
-    let why = match parsed {
-        Some(Ok(parsed)) if parsed.scheme() != "https" => "'https' is the only allowed URL scheme",
-        Some(Ok(parsed)) if !parsed.username().is_empty() || parsed.password().is_some() => {
+    match url_problem(url.as_str().unwrap_or("")) {
+        Some(why) => vec![invalid(path, url, why)],
+        None => Vec::new(),
+    }
+}
+
+/// What is wrong with a webhook URL (`ValidateWebhookURL` with https forced), if anything;
+/// also used for CRD conversion webhooks.
+pub fn url_problem(url: &str) -> Option<&'static str> {
+    let why = match reqwest::Url::parse(url) {
+        Ok(parsed) if parsed.scheme() != "https" => "'https' is the only allowed URL scheme",
+        Ok(parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
             "user information is not permitted in the URL"
         }
-        Some(Ok(parsed)) if parsed.fragment().is_some() || parsed.query().is_some() => {
+        Ok(parsed) if parsed.fragment().is_some() || parsed.query().is_some() => {
             "query parameters and fragments are not permitted in the URL"
         }
-        Some(Ok(parsed)) if url_loopback(&parsed).is_none() => {
+        Ok(parsed) if url_loopback(&parsed).is_none() => {
             "minik calls webhooks on loopback addresses only (127.0.0.0/8 or localhost)"
         }
-        Some(Ok(_)) => return Vec::new(),
-        _ => "host must be specified",
+        Ok(_) => return None,
+        Err(_) => "host must be specified",
     };
-    vec![invalid(path, url, why)]
+    Some(why)
 }
 
 fn validate_rule(rule: &Value, path: &str) -> Vec<StatusCause> {

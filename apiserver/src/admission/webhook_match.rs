@@ -5,13 +5,13 @@
 //! scope), `predicates/namespace/matcher.go` and `predicates/object/matcher.go` (label selectors;
 //! an empty selector matches everything), and the exemption of the admission configuration kinds
 //! themselves (webhooks never intercept them, so a broken webhook can always be removed).
-//! minik simplifies: `matchPolicy: Equivalent` (another group/version of the same resource) and
-//! `matchConditions` (CEL) are not evaluated; a rule matches the request's own group/version.
+//! minik simplifies: `matchPolicy: Equivalent` (another group/version of the same resource) is
+//! not evaluated; a rule matches the request's own group/version.
 
 use std::collections::BTreeMap;
 
 use minik_api::k8s_openapi::api::admissionregistration::v1::{
-    RuleWithOperations, WebhookClientConfig,
+    MatchCondition, RuleWithOperations, WebhookClientConfig,
 };
 use minik_api::meta::LabelSelector;
 use minik_api::workloads::selector_from_meta;
@@ -68,6 +68,11 @@ pub struct Webhook {
     pub timeout_seconds: Option<i32>,
     #[serde(default)]
     pub admission_review_versions: Vec<String>,
+    /// CEL conditions that must all hold for the webhook to be called (`match_conditions.rs`).
+    #[serde(default)]
+    pub match_conditions: Vec<MatchCondition>,
+    /// `IfNeeded` or `Never` (mutating webhooks).
+    pub reinvocation_policy: Option<String>,
 }
 
 impl Webhook {

@@ -25,8 +25,8 @@ use minik_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v
 use serde_json::Value;
 use tracing::{info, warn};
 
-use super::crd;
 use super::kinds::{intern, CustomKind, Names};
+use super::{conversion_config, crd};
 use crate::request::{parse_target, Target};
 use crate::store::update::guaranteed_update;
 use crate::AppState;
@@ -123,6 +123,7 @@ async fn sync(state: &AppState, object: &Value, cleaning: &Arc<Mutex<HashSet<Str
 pub fn kinds_of(crd: &CustomResourceDefinition, terminating: bool) -> Vec<CustomKind> {
     let spec = &crd.spec;
     let storage = crd::storage_version(crd).unwrap_or_default();
+    let conversion = conversion_config::webhook_of(crd);
     let names = &spec.names;
     let short_names = names.short_names.clone().unwrap_or_default();
     let singular = names
@@ -166,6 +167,7 @@ pub fn kinds_of(crd: &CustomResourceDefinition, terminating: bool) -> Vec<Custom
                     .clone()
                     .unwrap_or_else(|| format!("{}List", names.kind)),
                 terminating,
+                conversion: conversion.clone(),
             }
         })
         .collect()

@@ -3,15 +3,17 @@
 //!
 //! Kubernetes counterpart: the codec chain of the CRD handler
 //! (`staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/customresource_handler.go`:
-//! `crConverter` with the `None` strategy, `schemaCoercingConverter`, and the defaulting decoder of
-//! objects read from etcd). Objects are stored in the CRD's storage version; a request for another
-//! served version gets `apiVersion` rewritten (the `None` strategy changes nothing else), and every
-//! object read gets the defaults of its version's schema, so one stored before a default was
-//! added shows it.
+//! `crConverter`, `schemaCoercingConverter`, and the defaulting decoder of objects read from
+//! etcd). Objects are stored in the CRD's storage version; a request for another served version
+//! gets them converted (`conversion.rs`: `apiVersion` rewritten with the `None` strategy, the
+//! conversion webhook asked with `Webhook`, a list's items in one review), and every object read
+//! gets the defaults of its version's schema, so one stored before a default was added shows it.
 //!
 //! minik does this as a filter around the handlers, for every answer under a custom group: plain
 //! objects, lists (their items) and watch streams (each `ADDED`/`MODIFIED`/`DELETED` line;
-//! bookmarks get the `apiVersion` only). Scales and Statuses pass unchanged.
+//! bookmarks get the `apiVersion` only). Scales and Statuses pass unchanged. A conversion that
+//! fails is the answer instead (upstream's 500); in a watch it is an `ERROR` event that ends the
+//! stream.
 //!
 //! Tables of custom kinds are made here too (`table.rs`), from the converted objects: the
 //! handler is asked for plain JSON.
@@ -20,14 +22,16 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Query, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::conversion;
 use super::kinds::CustomKind;
 use super::strategy::present;
 use super::table::table;
+use crate::error::{ApiError, ApiResult};
 use crate::request::query::Params;
 use crate::table::{negotiate, Include, Output};
 use crate::AppState;
@@ -52,7 +56,7 @@ pub async fn filter(State(state): State<AppState>, mut request: Request, next: N
         return response;
     }
     if watch {
-        return convert_stream(kind, response, table);
+        return convert_stream(state, kind, response, table);
     }
     let (mut parts, body) = response.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
@@ -60,6 +64,9 @@ pub async fn filter(State(state): State<AppState>, mut request: Request, next: N
     };
     let converted = match serde_json::from_slice::<Value>(&bytes) {
         Ok(mut value) => {
+            if let Err(error) = to_path_version(&state, &kind, &mut value).await {
+                return error.into_response();
+            }
             if convert_value(&kind, &mut value, true) {
                 if let Some(output) = table {
                     value = as_table(&kind, &value, output, true);
@@ -119,7 +126,22 @@ fn kind_of_path(state: &AppState, path: &str) -> Option<std::sync::Arc<CustomKin
     state.custom.get(group, version, plural)
 }
 
-/// Converts an object or a list of `kind` in place; false when it is neither (a Table, a Scale,
+/// Converts an object or a list's items of `kind` to the path's version (`conversion.rs`);
+/// anything else (a Table, a Scale, a Status) is left as it is.
+async fn to_path_version(state: &AppState, kind: &CustomKind, value: &mut Value) -> ApiResult<()> {
+    let found = value["kind"].as_str().unwrap_or("");
+    let version = &kind.version;
+    if found == kind.info.kind {
+        return conversion::convert(state, kind, std::slice::from_mut(value), version, false).await;
+    }
+    let list = found == kind.list_kind || found == format!("{}List", kind.info.kind);
+    match value["items"].as_array_mut().filter(|_| list) {
+        Some(items) => conversion::convert(state, kind, items, version, true).await,
+        None => Ok(()),
+    }
+}
+
+/// Presents an object or a list of `kind` (already converted) in place; false when it is neither (a Table, a Scale,
 /// a Status). `defaults`: false for bookmarks, which carry only metadata.
 pub fn convert_value(kind: &CustomKind, value: &mut Value, defaults: bool) -> bool {
     let found = value["kind"].as_str().unwrap_or("");
@@ -143,6 +165,7 @@ pub fn convert_value(kind: &CustomKind, value: &mut Value, defaults: bool) -> bo
 
 /// Converts a watch stream line by line, as the lines arrive.
 fn convert_stream(
+    state: AppState,
     kind: std::sync::Arc<CustomKind>,
     response: Response,
     table: Option<(&'static str, Include)>,
@@ -157,8 +180,11 @@ fn convert_stream(
             pending.extend_from_slice(&chunk);
             while let Some(end) = pending.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = pending.drain(..=end).collect();
-                let converted = convert_line(&kind, &line, table, &mut headers);
-                if tx.send(Ok(converted)).await.is_err() {
+                let (converted, failed) = match convert_event(&state, &kind, &line).await {
+                    Ok(line) => (convert_line(&kind, &line, table, &mut headers), false),
+                    Err(error) => (error_event(error), true),
+                };
+                if tx.send(Ok(converted)).await.is_err() || failed {
                     return;
                 }
             }
@@ -168,7 +194,36 @@ fn convert_stream(
     Response::from_parts(parts, Body::from_stream(ReceiverStream::new(rx)))
 }
 
-/// One watch line `{"type":…,"object":…}\n`, converted (to a one-row Table when asked; the
+/// One watch line with its object converted to the path's version (`conversion.rs`).
+async fn convert_event(state: &AppState, kind: &CustomKind, line: &[u8]) -> ApiResult<Vec<u8>> {
+    let Ok(mut event) = serde_json::from_slice::<Value>(line) else {
+        return Ok(line.to_vec());
+    };
+    if !matches!(
+        event["type"].as_str(),
+        Some("ADDED" | "MODIFIED" | "DELETED")
+    ) {
+        return Ok(line.to_vec());
+    }
+    let before = event["object"]["apiVersion"].clone();
+    to_path_version(state, kind, &mut event["object"]).await?;
+    if event["object"]["apiVersion"] == before {
+        return Ok(line.to_vec());
+    }
+    let mut bytes = serde_json::to_vec(&event).unwrap_or_else(|_| line.to_vec());
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// The `ERROR` event that ends a watch whose object could not be converted.
+fn error_event(error: ApiError) -> Bytes {
+    let event = json!({"type": "ERROR", "object": error.0});
+    let mut bytes = serde_json::to_vec(&event).unwrap_or_default();
+    bytes.push(b'\n');
+    Bytes::from(bytes)
+}
+
+/// One watch line `{"type":…,"object":…}\n`, presented (to a one-row Table when asked; the
 /// first carries the column definitions).
 pub fn convert_line(
     kind: &CustomKind,

@@ -9,8 +9,9 @@
 //! Defaults are `pkg/apis/apiextensions/v1/defaults.go`: `singular` is the lower-cased kind,
 //! `listKind` the kind plus `List`, conversion `None`.
 //!
-//! minik simplifies: conversion webhooks are refused (only `None` is served), and
-//! `selectableFields` and deprecation warnings are accepted but not acted on.
+//! A conversion webhook's service port defaults to 443; `conversion_config.rs` validates it.
+//!
+//! minik simplifies: `selectableFields` and deprecation warnings are accepted but not acted on.
 //!
 //! Read next: `controller.rs` (names, Established, cleanup), `names.rs` (the validation of names).
 
@@ -91,6 +92,13 @@ pub fn set_defaults(crd: &mut CustomResourceDefinition) {
     let conversion = crd.spec.conversion.get_or_insert_with(Default::default);
     if conversion.strategy.is_empty() {
         conversion.strategy = "None".to_string();
+    }
+    let client = conversion
+        .webhook
+        .as_mut()
+        .and_then(|w| w.client_config.as_mut());
+    if let Some(service) = client.and_then(|c| c.service.as_mut()) {
+        service.port.get_or_insert(443);
     }
 }
 

@@ -22,6 +22,7 @@ use minik_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v
 };
 use minik_api::ResourceInfo;
 
+use super::conversion_config::ConversionWebhook;
 use super::schema::Schema;
 
 /// One served version of a custom kind.
@@ -53,6 +54,8 @@ pub struct CustomKind {
     pub list_kind: String,
     /// The CRD is being deleted: reads and deletes are served, creates refused.
     pub terminating: bool,
+    /// The conversion webhook (`strategy: Webhook`); `None` rewrites `apiVersion` only.
+    pub conversion: Option<Arc<ConversionWebhook>>,
 }
 
 impl CustomKind {

@@ -8,20 +8,24 @@
 //! (get, list, watch, create, update, patch, delete, selectors, Tables), with the CRD's own write
 //! strategy ([`strategy`], the [`schema`] steps), printer columns ([`table`]), `scale`
 //! subresource ([`scale`]), discovery entries ([`discovery`]), OpenAPI ([`openapi`]) and version
-//! rewriting on the way out ([`convert`]). Deleting the CRD deletes its objects first ([`finalizer`]).
+//! changes ([`conversion`], with the `None` strategy or a conversion webhook configured as
+//! [`conversion_config`] checks): on the way out ([`convert`]) and, for writes, in `write.rs` and
+//! `store/update.rs`. Deleting the CRD deletes its objects first ([`finalizer`]).
 //!
 //! The hooks in shared code are small: the request path falls back to the table
 //! ([`parse_target`]), writes call [`prepare_create`]/[`prepare_update`] and [`check_fields`]
 //! (which hand built-in kinds to `registry` and `field_validation` unchanged), and storage keys
 //! of custom kinds carry their group, as upstream's `/registry/{group}/{plural}/…`.
 //!
-//! minik simplifies: conversion is `None` only (no webhooks), no `selectableFields`, no
+//! minik simplifies: no `selectableFields`, no
 //! aggregated discovery (minik serves the legacy documents only), and no protobuf for custom
 //! resources (as upstream).
 //!
 //! Read next: `controller.rs`, then `strategy.rs`.
 
 pub mod controller;
+pub mod conversion;
+pub mod conversion_config;
 pub mod convert;
 pub mod crd;
 pub mod discovery;
@@ -35,6 +39,8 @@ pub mod schema;
 pub mod strategy;
 pub mod table;
 
+#[cfg(test)]
+mod conversion_tests;
 #[cfg(test)]
 mod tests;
 

@@ -17,6 +17,7 @@ use minik_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v
 };
 use serde_json::Value;
 
+use super::conversion_config;
 use super::field::FieldError;
 use super::schema::structural;
 
@@ -44,14 +45,7 @@ pub fn validate(crd: &CustomResourceDefinition) -> Vec<FieldError> {
         )),
     }
     validate_versions(crd, &mut errors);
-    let strategy = spec.conversion.as_ref().map(|c| c.strategy.as_str());
-    if let Some(other) = strategy.filter(|s| *s != "None") {
-        errors.push(FieldError::not_supported(
-            "spec.conversion.strategy",
-            Value::from(other),
-            &["None".to_string()],
-        ));
-    }
+    errors.extend(conversion_config::validate(spec.conversion.as_ref()));
     errors
 }
 

@@ -6,7 +6,8 @@
 //! is the desired count, `statusReplicasPath` the observed one, `labelSelectorPath` (a string in
 //! the object) the Scale's `status.selector`. A PUT or PATCH of the Scale sets the value at
 //! `specReplicasPath` and goes through the custom resource's main strategy, so the schema's
-//! validation applies and `metadata.generation` moves. `kubectl scale` sends a merge patch.
+//! validation applies and `metadata.generation` moves. `kubectl scale` sends a merge patch. The
+//! Scale is read from the object in the request's version (`conversion.rs`).
 //!
 //! minik simplifies: the paths are simple dotted paths (what CRD validation requires anyway).
 
@@ -15,6 +16,7 @@ use axum::response::Response;
 use minik_api::status;
 use serde_json::{json, Map, Value};
 
+use super::conversion;
 use super::kinds::CustomKind;
 use super::strategy;
 use crate::error::{json_response, ApiError, ApiResult};
@@ -54,10 +56,9 @@ pub async fn serve(
                         target.name(),
                     ))
                 })?;
-            Ok(json_response(
-                StatusCode::OK,
-                &scale_of(kind, &record.value),
-            ))
+            let view = conversion::for_request(state, target.info, &record.value).await?;
+            let object = view.as_ref().unwrap_or(&record.value);
+            Ok(json_response(StatusCode::OK, &scale_of(kind, object)))
         }
         Method::PUT => {
             let scale = decode_object(&request.body, body_format(request.content_type())?)?;
@@ -122,6 +123,9 @@ async fn write(
         },
     )
     .await?;
+    // The stored object is in the storage version; the paths are those of the request's.
+    let view = conversion::for_request(state, target.info, &object).await?;
+    let object = view.unwrap_or(object);
     Ok(json_response(StatusCode::OK, &scale_of(kind, &object)))
 }
 

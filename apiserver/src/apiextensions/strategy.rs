@@ -1,5 +1,5 @@
 //! The write strategy of custom resources: metadata, status semantics, generation, then the
-//! schema's defaulting, pruning, validation and CEL rules, and last the storage version.
+//! schema's defaulting, pruning, validation and CEL rules.
 //!
 //! Kubernetes counterpart: `customResourceStrategy` and `statusStrategy` in
 //! `staging/src/k8s.io/apiextensions-apiserver/pkg/registry/customresource/{strategy.go,status_strategy.go}`
@@ -8,8 +8,9 @@
 //! write to the main resource keeps the stored `status` and one to `/status` keeps everything else;
 //! `metadata.generation` moves only when something other than metadata (and, with the subresource,
 //! status) changed. A write names its version in the path; the object is validated against that
-//! version's schema and stored in the storage version (conversion `None` rewrites `apiVersion`
-//! only, `convert.rs` does the reverse on the way out).
+//! version's schema and left in that version: `conversion.rs` converts it to the storage
+//! version before it is stored (and an update's stored object to the request's version before
+//! it gets here), `convert.rs` does the reverse on the way out.
 //!
 //! minik simplifies: `metadata` of embedded resources is not validated as ObjectMeta.
 //!
@@ -28,7 +29,7 @@ use crate::registry::{meta, object_meta};
 /// What a write stores, and the fields the schema pruned (unknown fields, for fieldValidation).
 #[derive(Debug)]
 pub struct Prepared {
-    /// The object, in the storage version.
+    /// The object, in the request's version.
     pub object: Value,
     /// Paths of the fields pruning dropped.
     pub pruned: Vec<String>,
@@ -59,7 +60,6 @@ pub fn prepare_create(
         object.as_object_mut().map(|o| o.remove("status"));
     }
     let pruned = apply_schema(kind, &mut object, None)?;
-    object["apiVersion"] = Value::from(kind.storage_api_version());
     Ok(Prepared { object, pruned })
 }
 
@@ -106,7 +106,6 @@ pub fn prepare_update(
     }
     let pruned = apply_schema(kind, &mut object, Some(&old))?;
     bump_generation(&mut object, &old, kind.status);
-    object["apiVersion"] = Value::from(kind.storage_api_version());
     Ok(Prepared { object, pruned })
 }
 

@@ -98,13 +98,13 @@ fn a_crd_serves_one_kind_per_served_version_sharing_the_storage_version() {
 }
 
 #[test]
-fn writes_are_validated_in_their_version_and_stored_in_the_storage_version() {
+fn writes_are_validated_and_left_in_their_version() {
     let v2 = kind("v2");
     let object = json!({"apiVersion": "stable.example.com/v2", "kind": "CronTab",
         "metadata": {"name": "x"}, "spec": {"cronSpec": "* * * * *", "junk": 1},
         "status": {"replicas": 9}});
     let prepared = strategy::prepare_create(&v2, object, Some("default")).unwrap();
-    assert_eq!(prepared.object["apiVersion"], "stable.example.com/v1");
+    assert_eq!(prepared.object["apiVersion"], "stable.example.com/v2");
     assert_eq!(
         prepared.object["spec"],
         json!({"cronSpec": "* * * * *", "replicas": 1})

@@ -121,6 +121,8 @@ async fn create_object(
         if let Some(review) = &review {
             review.validate(Some(&object), None).await?;
         }
+        // Custom resources are stored in their CRD's storage version (issue 21: conversion).
+        let object = apiextensions::conversion::for_storage(state, info, object).await?;
         if dry_run {
             return Ok(json_response(StatusCode::CREATED, &object));
         }

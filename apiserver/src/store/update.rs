@@ -12,6 +12,7 @@ use tracing::info;
 
 use super::namespaces;
 use crate::admission::webhook::{Prepare, Review};
+use crate::apiextensions::conversion;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::meta;
 use crate::request::Target;
@@ -60,10 +61,14 @@ pub async fn guaranteed_update_admitted(
                 actual: stored.revision,
             }));
         }
-        let mut object = transform(&stored.value)?;
+        // A custom resource is changed in the request's version, stored in the storage one.
+        let view = conversion::for_request(state, target.info, &stored.value).await?;
+        let old = view.as_ref().unwrap_or(&stored.value);
+        let mut object = transform(old)?;
         if let Some((review, prepare)) = admission {
-            object = review.admit_update(object, &stored.value, prepare).await?;
+            object = review.admit_update(object, old, prepare).await?;
         }
+        let mut object = conversion::for_storage(state, target.info, object).await?;
         meta::meta_mut(&mut object)?.insert(
             "resourceVersion".into(),
             Value::String(stored.revision.to_string()),

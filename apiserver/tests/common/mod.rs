@@ -220,3 +220,38 @@ pub fn rv(object: &Value) -> u64 {
         .parse()
         .expect("numeric resourceVersion")
 }
+
+/// Runs unmodified kubectl against `api` (skipped with a notice when it is missing, failed
+/// under CI): exit success, stdout, stderr.
+pub async fn kubectl(
+    api: &TestServer,
+    home: &std::path::Path,
+    args: &[&str],
+) -> Option<(bool, String, String)> {
+    let binary = std::env::var_os("MINIK_KUBECTL")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/usr/bin/kubectl".into());
+    if !binary.exists() {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide kubectl");
+        eprintln!("SKIPPED: kubectl not found at {}", binary.display());
+        return None;
+    }
+    let output = tokio::process::Command::new(binary)
+        .env("HOME", home)
+        .args(["--server", &api.base, "--cache-dir"])
+        .arg(home.join("cache"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(60), output)
+        .await
+        .expect("kubectl in time")
+        .expect("run kubectl");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    Some((
+        output.status.success(),
+        text(&output.stdout),
+        text(&output.stderr),
+    ))
+}

@@ -1,7 +1,8 @@
 //! A real HTTPS admission webhook for the tests: a CA and a serving certificate made with rcgen
 //! (valid for 127.0.0.1, `localhost` and `hook.default.svc`), an HTTP/1.1 server on
 //! `127.0.0.1:0` that answers each AdmissionReview with what the test's closure decides, and a
-//! record of every review received.
+//! record of every review received. [`WebhookServer::start_raw`] answers any review (CRD
+//! conversion webhooks' ConversionReviews) with the closure's whole reply.
 
 #![allow(dead_code)]
 
@@ -22,6 +23,18 @@ use tokio_util::sync::CancellationToken;
 /// Given the review's `request`, the `response` to send (`uid` is filled in); `None` never
 /// answers (until the server stops), to exercise timeouts.
 pub type Answer = Arc<dyn Fn(&Value) -> Option<Value> + Send + Sync>;
+
+/// Given the whole review, the whole reply.
+pub type Reply = Arc<dyn Fn(&Value) -> Value + Send + Sync>;
+
+/// How the server answers.
+#[derive(Clone)]
+enum Handler {
+    /// An AdmissionReview: the closure decides the `response`.
+    Admission(Answer),
+    /// Any review: the closure writes the reply.
+    Raw(Reply),
+}
 
 pub struct WebhookServer {
     pub addr: SocketAddr,
@@ -74,6 +87,16 @@ fn certificates() -> (String, Vec<CertificateDer<'static>>, PrivateKeyDer<'stati
 
 impl WebhookServer {
     pub async fn start(answer: Answer) -> Self {
+        Self::serve(Handler::Admission(answer)).await
+    }
+
+    /// A server whose replies are `reply`'s, for reviews other than AdmissionReviews; `calls`
+    /// records each whole review.
+    pub async fn start_raw(reply: Reply) -> Self {
+        Self::serve(Handler::Raw(reply)).await
+    }
+
+    async fn serve(answer: Handler) -> Self {
         let (ca_pem, chain, key) = certificates();
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let config = rustls::ServerConfig::builder_with_provider(provider)
@@ -111,7 +134,7 @@ impl WebhookServer {
 async fn accept_loop(
     listener: TcpListener,
     acceptor: TlsAcceptor,
-    answer: Answer,
+    answer: Handler,
     calls: Arc<Mutex<Vec<Value>>>,
     shutdown: CancellationToken,
 ) {
@@ -119,7 +142,11 @@ async fn accept_loop(
         let stream = tokio::select! {
             _ = shutdown.cancelled() => return,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                // As Go's servers do: no Nagle delay on small answers.
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    stream
+                }
                 Err(_) => continue,
             },
         };
@@ -149,12 +176,19 @@ async fn accept_loop(
 
 async fn respond(
     request: Request<Incoming>,
-    answer: Answer,
+    answer: Handler,
     calls: Arc<Mutex<Vec<Value>>>,
     shutdown: CancellationToken,
 ) -> Result<Response<Full<Bytes>>, hyper::Error> {
     let body = request.into_body().collect().await?.to_bytes();
     let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let answer = match answer {
+        Handler::Raw(reply) => {
+            calls.lock().unwrap().push(review.clone());
+            return Ok(json_reply(reply(&review)));
+        }
+        Handler::Admission(answer) => answer,
+    };
     let asked = review["request"].clone();
     calls.lock().unwrap().push(asked.clone());
     let Some(mut response) = answer(&asked) else {
@@ -163,9 +197,13 @@ async fn respond(
     };
     response["uid"] = asked["uid"].clone();
     let reply = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response});
+    Ok(json_reply(reply))
+}
+
+fn json_reply(reply: Value) -> Response<Full<Bytes>> {
     let mut answer = Response::new(Full::new(Bytes::from(reply.to_string())));
     answer
         .headers_mut()
         .insert("content-type", "application/json".parse().unwrap());
-    Ok(answer)
+    answer
 }
