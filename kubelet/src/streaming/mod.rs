@@ -120,7 +120,7 @@ pub async fn attach(
         return (StatusCode::NOT_FOUND, message).into_response();
     };
     let input = exec_request(&pairs).stdin;
-    tracing::info!(pod = %key, %container, protocol, input, "attach started");
+    tracing::info!(pod = %key, %container, protocol, input, tty = target.config.tty, "attach started");
     let upgrade = hyper::upgrade::on(request);
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
@@ -129,7 +129,8 @@ pub async fn attach(
             true => attach_stdin::open(state.runtime.as_ref(), &target.id).await,
             false => None,
         };
-        let code = attach::run(ws, state, target, stdin).await;
+        let control = attach_stdin::open_control(state.runtime.as_ref(), &target.id).await;
+        let code = attach::run(ws, state, target, stdin, control).await;
         tracing::info!(pod = %key, %container, exit_code = ?code, "attach ended");
     });
     switching_protocols(&accept, protocol)
