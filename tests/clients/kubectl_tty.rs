@@ -1,7 +1,8 @@
 //! kubectl 1.32, unmodified, on a real terminal (issue 21): `kubectl run -it`, `attach -it` and
 //! `debug -it` give a shell on a pseudo-terminal kept by the container's shim: `tty` names a
 //! `/dev/pts` device, `stty size` is kubectl's window and follows a resize; detaching leaves a
-//! container without `stdinOnce` running, and a second attach finds the same shell.
+//! container without `stdinOnce` running, and a second attach (over plain SPDY this time,
+//! `kubectl_spdy.rs`) finds the same shell and resizes it.
 //!
 //! Kubernetes counterpart: `test/e2e/kubectl/kubectl.go` ("should support inline execution and
 //! attach", with `-t`) and `test/e2e/common/node/ephemeral_containers.go`; the terminal is the
@@ -26,26 +27,36 @@ const TARGET_YAML: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: target\
     args: [sleep, \"3600\"]\n";
 
 /// Checks the shell is on a terminal of `rows` × `cols`, then resizes kubectl's window and
-/// waits for `stty size` to follow (kubectl's SIGWINCH handler and the shim's resize run
-/// beside the typed input, so the question is asked again until the answer changes).
+/// waits for `stty size` to follow.
 async fn terminal_follows_resizes(terminal: &mut Terminal, rows: u16, cols: u16) {
-    terminal.send("tty; stty size\r");
-    let said = terminal.expect(&format!("{rows} {cols}"), ANSWER).await;
-    assert!(said.contains("/dev/pts/"), "`tty` names no pty: {said:?}");
+    terminal.send("tty\r");
+    terminal.expect("/dev/pts/", ANSWER).await;
+    size_becomes(terminal, rows, cols).await;
     terminal.resize(rows + 10, cols + 20);
-    let resized = format!("{} {}", rows + 10, cols + 20);
+    size_becomes(terminal, rows + 10, cols + 20).await;
+}
+
+/// Asks `stty size` until it answers `rows cols`. A size travels beside the typed input, as
+/// upstream's does (kubectl's SIGWINCH handler, its own channel, the shim's control FIFO), so
+/// a command typed right after it may still see the old one.
+async fn size_becomes(terminal: &mut Terminal, rows: u16, cols: u16) {
+    let size = format!("\n{rows} {cols}\r");
     for _ in 0..50 {
         terminal.send("stty size\r");
         if terminal
-            .shows(&resized, Duration::from_millis(500))
+            .shows(&size, Duration::from_millis(500))
             .await
             .is_some()
         {
             return;
         }
     }
-    terminal.expect(&resized, Duration::ZERO).await;
+    terminal.expect(&size, Duration::ZERO).await;
 }
+
+/// The shell's pid, printed as `[PID]`: brackets the typed line (or the shell's redraw of it
+/// after a SIGWINCH) never shows around digits.
+const PRINT_PID: &str = "echo \"<$$>\" | tr '<>' '[]'\r";
 
 #[tokio::test]
 async fn kubectl_run_it_and_debug_it_give_a_shell_on_a_terminal_that_follows_resizes() {
@@ -99,7 +110,8 @@ async fn kubectl_attach_it_detaches_without_ending_the_shell_and_reattaches() {
         return;
     };
     let cluster = cluster().await;
-    let kubectl = Kubectl::new(binary, &cluster);
+    let kubectl = Kubectl::new(binary.clone(), &cluster);
+    let spdy = crate::kubectl_spdy::spdy_kubectl(Kubectl::new(binary, &cluster));
     let manifest = kubectl.manifest("shell.yaml", SHELL_YAML);
     kubectl
         .ok(&["apply", "-f", manifest.to_str().unwrap()])
@@ -110,24 +122,27 @@ async fn kubectl_attach_it_detaches_without_ending_the_shell_and_reattaches() {
     first
         .expect("If you don't see a command prompt", ANSWER)
         .await;
-    first.send("echo pid $$; stty size\r");
-    let said = first.expect("30 100", ANSWER).await;
+    first.send(PRINT_PID);
+    let said = first.expect("]\r\n", ANSWER).await;
     let pid = said
-        .split("pid ")
-        .nth(2) // the first is the echo of what was typed
-        .and_then(|rest| rest.split_whitespace().next())
+        .rsplit('[')
+        .next()
+        .and_then(|rest| rest.strip_suffix("]\r\n"))
+        .filter(|pid| pid.parse::<u32>().is_ok())
         .unwrap_or_else(|| panic!("no pid in {said:?}"))
         .to_string();
+    size_becomes(&mut first, 30, 100).await;
     // Detach: kubectl goes away, the stream closes; without stdinOnce the shell stays.
     first.child.kill().await.unwrap();
     drop(first);
 
-    let mut second = Terminal::spawn(kubectl.command(&["attach", "-it", "shell"]), 30, 100);
+    let mut second = Terminal::spawn(spdy.command(&["attach", "-it", "shell"]), 24, 80);
     second
         .expect("If you don't see a command prompt", ANSWER)
         .await;
-    second.send("echo again $$\r");
-    second.expect(&format!("again {pid}"), ANSWER).await;
+    second.send(PRINT_PID);
+    second.expect(&format!("[{pid}]"), ANSWER).await;
+    terminal_follows_resizes(&mut second, 24, 80).await;
     second.child.kill().await.unwrap();
     let pod = kubectl.ok(&["get", "pod", "shell", "-o", "json"]).await;
     let pod: serde_json::Value = serde_json::from_str(&pod).unwrap();

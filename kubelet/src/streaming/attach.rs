@@ -56,13 +56,30 @@ pub async fn run<S>(
     ws: WebSocketStream<S>,
     state: ServerState,
     target: ContainerStatus,
-    mut stdin: Option<tokio::net::unix::pipe::Sender>,
-    mut control: Option<tokio::net::unix::pipe::Sender>,
+    stdin: Option<tokio::net::unix::pipe::Sender>,
+    control: Option<tokio::net::unix::pipe::Sender>,
 ) -> Option<i32>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sink, mut source) = ws.split();
+    let (sink, source) = ws.split();
+    run_on(sink, source, state, target, stdin, control).await
+}
+
+/// The session on any carrier of channel messages (a WebSocket, or SPDY through
+/// `spdy_channels.rs`).
+pub async fn run_on<K, R, E>(
+    mut sink: K,
+    mut source: R,
+    state: ServerState,
+    target: ContainerStatus,
+    mut stdin: Option<tokio::net::unix::pipe::Sender>,
+    mut control: Option<tokio::net::unix::pipe::Sender>,
+) -> Option<i32>
+where
+    K: futures::Sink<Message> + Unpin,
+    R: futures::Stream<Item = Result<Message, E>> + Unpin,
+{
     let mut file = tokio::fs::File::open(&target.config.log_path).await.ok()?;
     let _ = file.seek(SeekFrom::End(0)).await;
     let _ = sink
