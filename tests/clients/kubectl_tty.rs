@@ -1,6 +1,7 @@
 //! kubectl 1.32, unmodified, on a real terminal (issue 21): `kubectl run -it`, `attach -it` and
 //! `debug -it` give a shell on a pseudo-terminal kept by the container's shim: `tty` names a
-//! `/dev/pts` device, `stty size` is kubectl's window and follows a resize; detaching leaves a
+//! `/dev/pts` device, `stty size` is kubectl's window and follows a resize; detaching hangs up a
+//! `stdinOnce` container's terminal (its shell ends with SIGHUP) and leaves a
 //! container without `stdinOnce` running, and a second attach (over plain SPDY this time,
 //! `kubectl_spdy.rs`) finds the same shell and resizes it.
 //!
@@ -9,6 +10,8 @@
 //! test's own (`terminal.rs`), as a person's terminal emulator.
 
 use std::time::Duration;
+
+use minik_tests::wait::{pod, wait_for};
 
 use crate::support::{cluster, kubectl_binary, running, stop_clean, Kubectl};
 use crate::terminal::Terminal;
@@ -81,6 +84,20 @@ async fn kubectl_run_it_and_debug_it_give_a_shell_on_a_terminal_that_follows_res
     let logs = kubectl.ok(&["logs", "it"]).await;
     assert!(logs.contains("/dev/pts/"), "tty output is logged: {logs:?}");
 
+    // `stdinOnce`: the end of the first session closes the stdin, which for a terminal is a
+    // hang-up; the shell ends with SIGHUP (129) when kubectl goes away.
+    let hup = kubectl.command(&["run", "hup", "-it", "--image=busybox", "--restart=Never"]);
+    let mut hup = Terminal::spawn(with_command(hup, &["sh"]), 24, 80);
+    hup.expect("If you don't see a command prompt", ANSWER)
+        .await;
+    hup.send("tty\r");
+    hup.expect("/dev/pts/", ANSWER).await;
+    hup.child.kill().await.unwrap();
+    let ended = wait_for(&cluster.pods(), "hup", pod::is_finished, ANSWER)
+        .await
+        .expect("the hung-up shell ends");
+    assert_eq!(pod::exit_code(&ended), Some(129), "{ended:#?}");
+
     // `debug -it`: an ephemeral container with stdin and tty, attached to at once.
     let manifest = kubectl.manifest("target.yaml", TARGET_YAML);
     kubectl
@@ -99,7 +116,7 @@ async fn kubectl_run_it_and_debug_it_give_a_shell_on_a_terminal_that_follows_res
         .expect("kubectl debug -it ends with the shell")
         .unwrap();
     kubectl
-        .ok(&["delete", "pod", "it", "target", "--wait"])
+        .ok(&["delete", "pod", "it", "hup", "target", "--wait"])
         .await;
     stop_clean(cluster).await;
 }
