@@ -79,8 +79,9 @@ where
     tokio::spawn(async move {
         let mut encoder = Encoder::default();
         while let Some(frame) = frames_rx.recv().await {
-            if writer.write_all(&encoder.encode(&frame)).await.is_err() {
-                return;
+            let last = matches!(frame, Frame::GoAway { .. });
+            if writer.write_all(&encoder.encode(&frame)).await.is_err() || last {
+                break;
             }
         }
         let _ = writer.shutdown().await;
@@ -262,7 +263,13 @@ async fn write_messages(
             let _ = frames.send(fin).await;
         }
     }
-    // Dropping the last frame sender ends the writer, which shuts the connection down.
+    // As spdystream's Close: GOAWAY, after which the writer shuts the connection down.
+    let _ = frames
+        .send(Frame::GoAway {
+            last_good: 0,
+            status: 0,
+        })
+        .await;
 }
 
 #[cfg(test)]
@@ -319,5 +326,76 @@ mod tests {
             channels::Incoming::Resize(80, 24)
         );
         assert!(resize.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_clients_streams_are_answered_and_carry_channel_messages_both_ways() {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let bridged = tokio::spawn(bridge(server, vec!["error", "stdin", "stdout"]));
+        let (mut from_server, mut to_server) = tokio::io::split(client);
+        let mut encoder = Encoder::default();
+        for (stream_id, kind) in [(1, "error"), (3, "stdin"), (5, "stdout")] {
+            let headers = vec![("streamtype".to_string(), kind.to_string())];
+            let open = Frame::SynStream {
+                stream_id,
+                associated_to: 0,
+                priority: 0,
+                flags: 0,
+                headers,
+            };
+            to_server.write_all(&encoder.encode(&open)).await.unwrap();
+        }
+        let (mut sink, mut source) = bridged.await.unwrap().unwrap();
+        let stdin = Frame::Data {
+            stream_id: 3,
+            flags: FLAG_FIN,
+            data: b"hi".to_vec(),
+        };
+        to_server.write_all(&encoder.encode(&stdin)).await.unwrap();
+        assert_eq!(
+            source.next().await,
+            Some(Ok(Message::binary(vec![0, b'h', b'i'])))
+        );
+        assert_eq!(source.next().await, Some(Ok(Message::binary(vec![255, 0]))));
+        sink.send(Message::binary(vec![1, b'o'])).await.unwrap();
+        sink.send(Message::binary(b"\x03{}".to_vec()))
+            .await
+            .unwrap();
+        drop(sink); // the session's end
+
+        let mut wire = Vec::new();
+        from_server.read_to_end(&mut wire).await.unwrap();
+        let mut decoder = Decoder::default();
+        decoder.feed(&wire);
+        let mut frames = Vec::new();
+        while let Some(frame) = decoder.next_frame().unwrap() {
+            frames.push(frame);
+        }
+        let replies = frames
+            .iter()
+            .filter(|f| matches!(f, Frame::SynReply { .. }))
+            .count();
+        assert_eq!(replies, 3);
+        let data: Vec<_> = frames
+            .iter()
+            .filter_map(|f| match f {
+                Frame::Data {
+                    stream_id,
+                    flags,
+                    data,
+                } => Some((*stream_id, *flags, data.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            data,
+            vec![
+                (5, 0, b"o".to_vec()),
+                (1, 0, b"{}".to_vec()),
+                (5, FLAG_FIN, Vec::new()),
+                (1, FLAG_FIN, Vec::new()),
+            ]
+        );
+        assert!(matches!(frames.last(), Some(Frame::GoAway { .. })));
     }
 }
