@@ -251,6 +251,7 @@ pub fn container_config(
         stop_grace_seconds: Some(stop_grace_seconds(pod)),
         stdin: container.stdin == Some(true),
         stdin_once: container.stdin_once == Some(true),
+        tty: container.tty == Some(true),
     };
     Ok((config, env.invalid_keys))
 }

@@ -42,7 +42,7 @@ fn free_port() -> u16 {
 
 /// `kubectl port-forward --address 127.0.0.1 TARGET LOCAL:REMOTE`, once it is listening (its
 /// `Forwarding from` line is returned); its stderr lines are collected in the returned channel.
-async fn forward(
+pub(crate) async fn forward(
     kubectl: &Kubectl,
     target: &str,
     remote: u16,
@@ -91,7 +91,7 @@ async fn get(port: u16) -> std::io::Result<String> {
 }
 
 /// Sends [`REQUESTS`] requests, [`PARALLEL`] at a time; returns the requests per second.
-async fn load(port: u16) -> f64 {
+pub(crate) async fn load(port: u16) -> f64 {
     let started = Instant::now();
     let answers: Vec<_> = futures::stream::iter(0..REQUESTS)
         .map(|_| get(port))

@@ -37,5 +37,9 @@ mod minik_get; // `minik get` prints the same server Tables as `kubectl get`
 mod minik_up; // the seeds' kubectl commands against `minik up` and the kubeconfig it merged
 mod python; // the Python client's create / list / watch / patch / delete // the Kubernetes docs' ConfigMap, downward API and nginx Service examples, unmodified
 
+mod kubectl_spdy; // exec, cp, port-forward (and attach -it in kubectl_tty) over plain SPDY/3.1
+mod kubectl_tty; // run -it, attach -it (detach, reattach), debug -it on a terminal; resizes
 /// Shared helpers: clusters, kubeconfigs, running kubectl.
 mod support;
+/// A pseudo-terminal the tests type into, for kubectl -it.
+mod terminal;

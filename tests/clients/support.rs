@@ -78,6 +78,8 @@ pub struct Kubectl {
     binary: PathBuf,
     dir: TempDir,
     kubeconfig: PathBuf,
+    /// Extra environment of every command (e.g. `KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false`).
+    env: Vec<(String, String)>,
 }
 
 /// What one kubectl run printed.
@@ -120,7 +122,14 @@ impl Kubectl {
             binary,
             dir,
             kubeconfig,
+            env: Vec::new(),
         }
+    }
+
+    /// The same kubectl with `key=value` in the environment of every command.
+    pub fn with_env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
+        self
     }
 
     /// kubectl with the kubeconfig the cluster wrote (`DATA/kubeconfig`: its CA and the admin's
@@ -153,6 +162,7 @@ impl Kubectl {
             .arg("--cache-dir")
             .arg(self.dir.path().join("cache"))
             .args(args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .kill_on_drop(true);
         command

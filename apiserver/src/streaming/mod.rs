@@ -9,7 +9,8 @@
 //!
 //! minik simplifies: the client's WebSocket goes through unchanged (upstream terminates it and
 //! speaks SPDY to the kubelet, `streamtranslator.go`); the kubelet serves `v5.channel.k8s.io`
-//! itself. SPDY-only clients get a 400, which makes kubectl fall back no further.
+//! itself, and a plain SPDY/3.1 upgrade alike (`Upgrade: SPDY/3.1`, the stream protocol in
+//! `X-Stream-Protocol-Version`), as client-go's SPDY executor and older kubectl send.
 //! `pods/portforward` takes the same proxy (`portforward.rs`).
 
 mod portforward;

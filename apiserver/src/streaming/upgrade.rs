@@ -5,6 +5,8 @@
 //! (`UpgradeAwareHandler.tryUpgrade`): dial the backend (TLS with the apiserver's kubelet client
 //! certificate), write the request, read the response head; anything but 101 is passed back as an
 //! error, 101 is copied to the client and bytes then flow both ways until either side closes.
+//! A plain SPDY/3.1 upgrade takes the same path: its `X-Stream-Protocol-Version` offers (one
+//! header per protocol) go to the kubelet, and the one it chose comes back.
 
 use std::sync::Arc;
 
@@ -26,14 +28,15 @@ use crate::error::{ApiError, ApiResult};
 use crate::logs::KubeletClientFiles;
 use crate::AppState;
 
-/// The headers of an upgrade that travel to the kubelet and back.
-const UPGRADE_HEADERS: [HeaderName; 6] = [
+/// The headers of an upgrade that travel to the kubelet and back (every value of each).
+const UPGRADE_HEADERS: [HeaderName; 7] = [
     header::CONNECTION,
     header::UPGRADE,
     header::SEC_WEBSOCKET_KEY,
     header::SEC_WEBSOCKET_VERSION,
     header::SEC_WEBSOCKET_PROTOCOL,
     header::SEC_WEBSOCKET_ACCEPT,
+    HeaderName::from_static("x-stream-protocol-version"),
 ];
 
 /// The TLS client towards the kubelets: the apiserver's client certificate, trusting only the
@@ -80,7 +83,7 @@ pub async fn proxy(
         .uri(path)
         .header(header::HOST, format!("127.0.0.1:{port}"));
     for name in &UPGRADE_HEADERS {
-        if let Some(value) = request.headers().get(name) {
+        for value in request.headers().get_all(name) {
             upstream = upstream.header(name, value);
         }
     }
@@ -118,8 +121,8 @@ pub async fn proxy(
     let mut response = Response::new(Body::empty());
     *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     for name in &UPGRADE_HEADERS {
-        if let Some(value) = answer.headers().get(name) {
-            response.headers_mut().insert(name, value.clone());
+        for value in answer.headers().get_all(name) {
+            response.headers_mut().append(name, value.clone());
         }
     }
     Ok(response)

@@ -78,6 +78,8 @@ pub struct ContainerConfig {
     pub stdin: bool,
     /// `stdinOnce`: that stdin closes after the first attach session.
     pub stdin_once: bool,
+    /// `tty: true`: the process runs on a pseudo-terminal the shim keeps (`shim/tty.rs`).
+    pub tty: bool,
 }
 
 /// An id the runtime gave a container: `{pod_uid}-{name}-{attempt}` is fine.
@@ -163,6 +165,12 @@ pub trait Runtime: Send + Sync + 'static {
     /// The FIFO an attach session writes the container's stdin into (`shim/stdin.rs`), if the
     /// container has one.
     fn stdin_path(&self, _id: &str) -> Option<PathBuf> {
+        None
+    }
+
+    /// The FIFO an attach session writes terminal resizes into (`shim/tty.rs`), if the
+    /// container runs on a terminal.
+    fn tty_control_path(&self, _id: &str) -> Option<PathBuf> {
         None
     }
 

@@ -47,8 +47,10 @@
 //!
 //! - With `stdin: true` in its config, the container's stdin is fed from the FIFO `DIR/stdin`
 //!   (`stdin.rs`), which the kubelet's attach writes into.
+//! - With `tty: true`, the container runs on a pseudo-terminal whose master the shim keeps
+//!   (`tty.rs`): its output is logged as `stdout`, resizes arrive through the FIFO `DIR/ctl`.
 //!
-//! minik simplifies: no TTY, no log rotation, no OOM detection, no cgroups.
+//! minik simplifies: no log rotation, no OOM detection, no cgroups.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -72,6 +74,7 @@ mod procfs;
 mod records;
 pub mod stdin;
 mod stop;
+pub mod tty;
 
 pub use log::{cri_log_record, rfc3339_nanos};
 use log::{open_log, spawn_copier};
@@ -215,12 +218,24 @@ fn supervise(opts: &Options) -> io::Result<i32> {
             return report_start_failure(opts, failure, started_at);
         }
     };
-    let mut child = match spawn_container(opts, &config, &mut stdin) {
-        Ok(child) => child,
+    let (mut child, master) = match spawn_container(opts, &config, &mut stdin) {
+        Ok(started) => started,
         Err(failure) => return report_start_failure(opts, failure, started_at),
     };
-    stdin.start();
     let pid = Pid::from_raw(child.id() as i32);
+    if let Some(master) = &master {
+        let control = master
+            .try_clone()
+            .and_then(|m| tty::serve_control(&opts.state_dir, m));
+        if let Err(err) = control {
+            note(&format!("minik shim: no terminal resizes: {err}"));
+        }
+        match master.try_clone() {
+            Ok(writer) => stdin.to_terminal(writer),
+            Err(err) => note(&format!("minik shim: no terminal input: {err}")),
+        }
+    }
+    stdin.start(pid.as_raw());
     if let Err(err) = record_start(opts, child.id(), started_at) {
         // Nobody could find this process later: do not leave it running.
         let _ = killpg(pid, Signal::SIGKILL);
@@ -240,7 +255,9 @@ fn supervise(opts: &Options) -> io::Result<i32> {
     if let Err(err) = stop::stop_on_sigterm(child.id(), opts.stop_grace) {
         note(&format!("minik shim: cannot handle SIGTERM: {err}"));
     }
+    let terminal = master.map(|m| tty::spawn_copier(m, log.clone()));
     let copiers: Vec<_> = [
+        terminal,
         child
             .stdout
             .take()
@@ -311,11 +328,12 @@ struct StartFailure {
     message: String,
 }
 
+/// Starts the container: the child, and the terminal's master for a `tty: true` one.
 fn spawn_container(
     opts: &Options,
     config: &StoredConfig,
     stdin: &mut stdin::ContainerStdin,
-) -> Result<std::process::Child, StartFailure> {
+) -> Result<(std::process::Child, Option<File>), StartFailure> {
     let argv0 = &opts.argv[0];
     // Forked before the user namespace, to bind privileged ports from outside it (binder.rs).
     let binder = match (&config.mounts, config.pod_ip) {
@@ -324,6 +342,17 @@ fn spawn_container(
             .ok(),
         _ => None,
     };
+    // After the binder's fork (a copy of the terminal's side would keep it open), before the
+    // namespaces: the host's `/dev/ptmx`.
+    let terminal = match config.tty {
+        true => Some(
+            tty::Terminal::open(&opts.state_dir).map_err(|err| StartFailure {
+                exit_code: 128,
+                message: format!("cannot open a terminal: {err}"),
+            })?,
+        ),
+        false => None,
+    };
     if let Some(mounts) = &config.mounts {
         // Before the workingDir check: the working directory may be a mount path.
         crate::mountns::enter::enter(mounts, &opts.state_dir).map_err(|e| StartFailure {
@@ -331,18 +360,25 @@ fn spawn_container(
             message: format!("entering the container's mount namespace: {e}"),
         })?;
     }
-    let stdin = stdin.child_end().map_err(|err| StartFailure {
-        exit_code: 128,
-        message: format!("cannot make the container's stdin: {err}"),
-    })?;
     let mut cmd = Command::new(argv0);
-    cmd.args(&opts.argv[1..])
-        .env_clear()
-        .envs(&config.env)
-        .process_group(0)
-        .stdin(stdin)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args(&opts.argv[1..]).env_clear().envs(&config.env);
+    let master = match terminal {
+        Some(terminal) => Some(terminal.wire(&mut cmd).map_err(|err| StartFailure {
+            exit_code: 128,
+            message: format!("cannot wire the terminal: {err}"),
+        })?),
+        None => {
+            let stdin = stdin.child_end().map_err(|err| StartFailure {
+                exit_code: 128,
+                message: format!("cannot make the container's stdin: {err}"),
+            })?;
+            cmd.process_group(0)
+                .stdin(stdin)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            None
+        }
+    };
     if let Some(dir) = &config.working_dir {
         if !dir.is_dir() {
             let message = format!("working directory {} does not exist", dir.display());
@@ -381,7 +417,7 @@ fn spawn_container(
             message: format!("cannot supervise bind rewriting: {err}"),
         });
     }
-    Ok(child)
+    Ok((child, master))
 }
 
 fn report_start_failure(

@@ -54,6 +54,9 @@ pub struct StoredConfig {
     /// `stdinOnce`: its stdin closes when the first attach session ends.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stdin_once: bool,
+    /// `tty: true`: the container runs on a pseudo-terminal (`tty.rs`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tty: bool,
 }
 
 impl From<&ContainerConfig> for StoredConfig {
@@ -73,6 +76,7 @@ impl From<&ContainerConfig> for StoredConfig {
             stop_grace_seconds: c.stop_grace_seconds,
             stdin: c.stdin,
             stdin_once: c.stdin_once,
+            tty: c.tty,
         }
     }
 }
@@ -94,6 +98,7 @@ impl From<StoredConfig> for ContainerConfig {
             stop_grace_seconds: c.stop_grace_seconds,
             stdin: c.stdin,
             stdin_once: c.stdin_once,
+            tty: c.tty,
         }
     }
 }

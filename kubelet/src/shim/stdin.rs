@@ -13,8 +13,9 @@
 //! closes the pipe. The kubelet opens the FIFO without blocking: no reader (the container has
 //! ended, or its one session is over) means no stdin.
 //!
-//! minik leaves out: `tty: true` (the container gets pipes, not a terminal; a shell in it runs
-//! without prompt or line editing).
+//! With `tty: true` the pump writes into the terminal's master instead of a pipe (`tty.rs`), and
+//! the end of a `stdinOnce` session hangs the terminal up, as containerd's shim closes the
+//! console when the stdin FIFO ends.
 
 use std::fs::File;
 use std::io;
@@ -39,6 +40,8 @@ struct StdinPump {
     fifo: PathBuf,
     writer: File,
     once: bool,
+    /// The writer is a terminal's master: the end of a `stdinOnce` session hangs it up.
+    terminal: bool,
 }
 
 impl ContainerStdin {
@@ -66,14 +69,32 @@ impl ContainerStdin {
         let (reader, writer): (OwnedFd, OwnedFd) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let writer = File::from(writer);
-        self.pump = Some(StdinPump { fifo, writer, once });
+        self.pump = Some(StdinPump {
+            fifo,
+            writer,
+            once,
+            terminal: false,
+        });
         Ok(Stdio::from(reader))
     }
 
-    /// Starts copying attach sessions' bytes in (nothing without a stdin).
-    pub fn start(self) {
+    /// A `tty: true` container's stdin is its terminal: sessions write into the master.
+    pub fn to_terminal(&mut self, master: File) {
+        if let Some((fifo, once)) = self.fifo.clone() {
+            self.pump = Some(StdinPump {
+                fifo,
+                writer: master,
+                once,
+                terminal: true,
+            });
+        }
+    }
+
+    /// Starts copying attach sessions' bytes in (nothing without a stdin); `session` is the
+    /// container's process group, hung up when a terminal's one session ends.
+    pub fn start(self, session: i32) {
         if let Some(pump) = self.pump {
-            pump.start();
+            pump.start(session);
         }
     }
 }
@@ -81,11 +102,11 @@ impl ContainerStdin {
 impl StdinPump {
     /// Copies every attach session's bytes into the container until it closes its stdin (or,
     /// with `stdinOnce`, until the first session ends). Runs on a thread of its own.
-    pub fn start(self) {
-        std::thread::spawn(move || self.run());
+    fn start(self, group: i32) {
+        std::thread::spawn(move || self.run(group));
     }
 
-    fn run(mut self) {
+    fn run(mut self, group: i32) {
         loop {
             // Blocks until a writer (the kubelet, for an attach session) opens the FIFO.
             let Ok(mut session) = File::open(&self.fifo) else {
@@ -97,6 +118,9 @@ impl StdinPump {
             if self.once {
                 // Dropping the pipe's only write end: the container reads the end of its input.
                 let _ = std::fs::remove_file(&self.fifo);
+                if self.terminal {
+                    super::tty::hang_up(&self.writer, group);
+                }
                 return;
             }
         }

@@ -5,7 +5,9 @@
 //! the shim into the CRI log file, so attach follows that file from its current end (every 100 ms,
 //! as `logs -f`) and sends each record on channel 1 or 2; when the container exits, its exit code
 //! goes on the error channel as for exec. With `-i`, stdin frames go into the container's stdin
-//! FIFO (`attach_stdin.rs`). Left out: terminals (`-t` gets the same pipes).
+//! FIFO (`attach_stdin.rs`). A `tty: true` container's output is its terminal's, logged by
+//! the shim as it comes (a prompt before its newline), and followed every 20 ms; resizes
+//! (channel 4) go into its shim's control FIFO as `1 HEIGHT WIDTH` (`shim/tty.rs`).
 
 use std::io::SeekFrom;
 use std::time::Duration;
@@ -21,6 +23,8 @@ use crate::server::ServerState;
 
 /// How often new output is looked for.
 const POLL: Duration = Duration::from_millis(100);
+/// How often for a terminal, where a person types and waits for the echo.
+const TERMINAL_POLL: Duration = Duration::from_millis(20);
 
 /// Splits CRI log records into (channel, bytes); returns them and how many bytes were whole
 /// records (a half-written last record waits for the next read).
@@ -52,18 +56,41 @@ pub async fn run<S>(
     ws: WebSocketStream<S>,
     state: ServerState,
     target: ContainerStatus,
-    mut stdin: Option<tokio::net::unix::pipe::Sender>,
+    stdin: Option<tokio::net::unix::pipe::Sender>,
+    control: Option<tokio::net::unix::pipe::Sender>,
 ) -> Option<i32>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sink, mut source) = ws.split();
+    let (sink, source) = ws.split();
+    run_on(sink, source, state, target, stdin, control).await
+}
+
+/// The session on any carrier of channel messages (a WebSocket, or SPDY through
+/// `spdy_channels.rs`).
+pub async fn run_on<K, R, E>(
+    mut sink: K,
+    mut source: R,
+    state: ServerState,
+    target: ContainerStatus,
+    mut stdin: Option<tokio::net::unix::pipe::Sender>,
+    mut control: Option<tokio::net::unix::pipe::Sender>,
+) -> Option<i32>
+where
+    K: futures::Sink<Message> + Unpin,
+    R: futures::Stream<Item = Result<Message, E>> + Unpin,
+{
     let mut file = tokio::fs::File::open(&target.config.log_path).await.ok()?;
     let _ = file.seek(SeekFrom::End(0)).await;
     let _ = sink
         .send(Message::binary(channels::frame(channels::STDOUT, &[])))
         .await;
     let mut pending = Vec::new();
+    let poll = if target.config.tty {
+        TERMINAL_POLL
+    } else {
+        POLL
+    };
     loop {
         let status = state.runtime.container_status(&target.id).map(|c| c.state);
         let _ = file.read_to_end(&mut pending).await;
@@ -104,11 +131,17 @@ where
                         }
                     }
                     channels::Incoming::Close(channels::STDIN) => stdin = None,
-                    _ => {} // resize: no terminal (see the module doc)
+                    channels::Incoming::Resize(width, height) => {
+                        if let Some(sender) = control.as_mut() {
+                            let line = crate::shim::tty::resize_line(width, height);
+                            if !super::attach_stdin::write(sender, line.as_bytes()).await { control = None; }
+                        }
+                    }
+                    _ => {}
                 },
                 Some(Ok(_)) => {}
             },
-            _ = tokio::time::sleep(POLL) => {}
+            _ = tokio::time::sleep(poll) => {}
         }
     }
 }

@@ -20,7 +20,15 @@ const READER_TRIES: u32 = 20;
 
 /// The container's stdin, if it keeps one and a reader is waiting on it.
 pub async fn open(runtime: &dyn Runtime, id: &str) -> Option<pipe::Sender> {
-    let path = runtime.stdin_path(id)?;
+    open_fifo(runtime.stdin_path(id)?).await
+}
+
+/// The terminal's control FIFO of a `tty: true` container (`shim/tty.rs`), for resizes.
+pub async fn open_control(runtime: &dyn Runtime, id: &str) -> Option<pipe::Sender> {
+    open_fifo(runtime.tty_control_path(id)?).await
+}
+
+async fn open_fifo(path: std::path::PathBuf) -> Option<pipe::Sender> {
     for _ in 0..READER_TRIES {
         match pipe::OpenOptions::new().open_sender(&path) {
             Ok(sender) => return Some(sender),

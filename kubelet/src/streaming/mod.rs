@@ -4,8 +4,9 @@
 //! server (`pkg/kubelet/cri/streaming/`): the apiserver proxies a client's upgraded request here,
 //! with the query already rewritten to `command=…&input=1&output=1&error=1&tty=1`.
 //!
-//! minik simplifies: the kubelet serves the WebSocket itself (no separate streaming server, no
-//! SPDY), with the `v5.channel.k8s.io` and `v4.channel.k8s.io` subprotocols.
+//! minik simplifies: the kubelet serves the WebSocket itself (no separate streaming server),
+//! with the `v5.channel.k8s.io` and `v4.channel.k8s.io` subprotocols; a plain SPDY/3.1 upgrade
+//! (`spdy_upgrade.rs`) is translated into the same channel messages (`spdy_channels.rs`).
 //! `/portForward/{ns}/{pod}` serves kubectl's SPDY-in-WebSocket tunnel (`portforward.rs`).
 
 pub mod attach;
@@ -16,7 +17,9 @@ pub mod portforward_session;
 pub mod session;
 pub mod spawn;
 pub mod spdy;
+pub mod spdy_channels;
 pub mod spdy_dictionary;
+pub mod spdy_upgrade;
 
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -71,8 +74,8 @@ pub async fn exec(
     Query(pairs): Query<Vec<(String, String)>>,
     request: Request,
 ) -> Response {
-    let (accept, protocol) = match handshake(request.headers()) {
-        Ok(answer) => answer,
+    let carrier = match Carrier::of(request.headers(), &pairs) {
+        Ok(carrier) => carrier,
         Err(message) => return (StatusCode::BAD_REQUEST, message).into_response(),
     };
     let exec = exec_request(&pairs);
@@ -89,16 +92,69 @@ pub async fn exec(
             return (StatusCode::INTERNAL_SERVER_ERROR, message).into_response();
         }
     };
-    tracing::info!(pod = %key, %container, command = ?exec.argv, tty = exec.tty, protocol, "exec started");
+    tracing::info!(pod = %key, %container, command = ?exec.argv, tty = exec.tty, protocol = carrier.protocol(), "exec started");
     let shutdown = state.shutdown.clone();
     let upgrade = hyper::upgrade::on(request);
+    let response = carrier.switching_protocols();
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
-        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
-        let code = session::run(ws, started, shutdown).await;
+        let io = TokioIo::new(upgraded);
+        let code = match carrier {
+            Carrier::WebSocket { .. } => {
+                let ws = WebSocketStream::from_raw_socket(io, Role::Server, None).await;
+                session::run(ws, started, shutdown).await
+            }
+            Carrier::Spdy { expected, .. } => match spdy_channels::bridge(io, expected).await {
+                Ok((sink, source)) => session::run_on(sink, source, started, shutdown).await,
+                Err(error) => {
+                    tracing::info!(pod = %key, %container, %error, "exec over SPDY not set up");
+                    None
+                }
+            },
+        };
         tracing::info!(pod = %key, %container, exit_code = ?code, "exec ended");
     });
-    switching_protocols(&accept, protocol)
+    response
+}
+
+/// What carries a session's channel messages: a WebSocket, or a plain SPDY/3.1 connection.
+pub enum Carrier {
+    /// The `Sec-WebSocket-Accept` answer and the subprotocol.
+    WebSocket {
+        accept: String,
+        protocol: &'static str,
+    },
+    /// The stream protocol chosen and the stream types to wait for.
+    Spdy {
+        protocol: &'static str,
+        expected: Vec<&'static str>,
+    },
+}
+
+impl Carrier {
+    /// The carrier the upgrade request asks for, or why it cannot be served.
+    pub fn of(headers: &HeaderMap, pairs: &[(String, String)]) -> Result<Self, String> {
+        if !spdy_upgrade::is_spdy(headers) {
+            let (accept, protocol) = handshake(headers)?;
+            return Ok(Carrier::WebSocket { accept, protocol });
+        }
+        let protocol = spdy_upgrade::negotiate(headers, &[channels::V5, channels::V4])?;
+        let expected = spdy_channels::expected_streams(pairs);
+        Ok(Carrier::Spdy { protocol, expected })
+    }
+
+    fn protocol(&self) -> &'static str {
+        match self {
+            Carrier::WebSocket { protocol, .. } | Carrier::Spdy { protocol, .. } => protocol,
+        }
+    }
+
+    fn switching_protocols(&self) -> Response {
+        match self {
+            Carrier::WebSocket { accept, protocol } => switching_protocols(accept, protocol),
+            Carrier::Spdy { protocol, .. } => spdy_upgrade::switching_protocols(protocol),
+        }
+    }
 }
 
 /// `GET /attach/{ns}/{pod}/{container}`: the container's output from now on (`attach.rs`).
@@ -108,8 +164,8 @@ pub async fn attach(
     Query(pairs): Query<Vec<(String, String)>>,
     request: Request,
 ) -> Response {
-    let (accept, protocol) = match handshake(request.headers()) {
-        Ok(answer) => answer,
+    let carrier = match Carrier::of(request.headers(), &pairs) {
+        Ok(carrier) => carrier,
         Err(message) => return (StatusCode::BAD_REQUEST, message).into_response(),
     };
     let key = format!("{namespace}/{pod}");
@@ -120,19 +176,35 @@ pub async fn attach(
         return (StatusCode::NOT_FOUND, message).into_response();
     };
     let input = exec_request(&pairs).stdin;
-    tracing::info!(pod = %key, %container, protocol, input, "attach started");
+    tracing::info!(pod = %key, %container, protocol = carrier.protocol(), input, tty = target.config.tty, "attach started");
     let upgrade = hyper::upgrade::on(request);
+    let response = carrier.switching_protocols();
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
-        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        let io = TokioIo::new(upgraded);
         let stdin = match input {
             true => attach_stdin::open(state.runtime.as_ref(), &target.id).await,
             false => None,
         };
-        let code = attach::run(ws, state, target, stdin).await;
+        let control = attach_stdin::open_control(state.runtime.as_ref(), &target.id).await;
+        let code = match carrier {
+            Carrier::WebSocket { .. } => {
+                let ws = WebSocketStream::from_raw_socket(io, Role::Server, None).await;
+                attach::run(ws, state, target, stdin, control).await
+            }
+            Carrier::Spdy { expected, .. } => match spdy_channels::bridge(io, expected).await {
+                Ok((sink, source)) => {
+                    attach::run_on(sink, source, state, target, stdin, control).await
+                }
+                Err(error) => {
+                    tracing::info!(pod = %key, %container, %error, "attach over SPDY not set up");
+                    None
+                }
+            },
+        };
         tracing::info!(pod = %key, %container, exit_code = ?code, "attach ended");
     });
-    switching_protocols(&accept, protocol)
+    response
 }
 
 /// Checks a WebSocket upgrade request: (the `Sec-WebSocket-Accept` answer, the subprotocol).

@@ -8,8 +8,10 @@
 //! WebSocket messages, message boundaries meaning nothing).
 //!
 //! minik simplifies: the pod's "localhost" is its loopback pod IP (minik's pods share the node's
-//! network namespace), so a port is reached at `POD_IP:port`; only the WebSocket tunnel is served
-//! (a plain `Upgrade: SPDY/3.1` gets a 400; kubectl 1.31+ tunnels by default).
+//! network namespace), so a port is reached at `POD_IP:port`. Besides the WebSocket tunnel
+//! (kubectl 1.31+'s default), a plain `Upgrade: SPDY/3.1` with `X-Stream-Protocol-Version:
+//! portforward.k8s.io` is served, as older clients and `KUBECTL_PORT_FORWARD_WEBSOCKETS=false`
+//! send it (`spdy_upgrade.rs`).
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -29,6 +31,8 @@ use crate::server::ServerState;
 /// The WebSocket subprotocol of the SPDY tunnel (`constants.WebsocketsSPDYTunnelingPrefix` +
 /// `portforward.k8s.io`).
 pub const TUNNEL_PROTOCOL: &str = "SPDY/3.1+portforward.k8s.io";
+/// The stream protocol of a plain SPDY upgrade (`portforward.PortForwardProtocolV1Name`).
+pub const PLAIN_PROTOCOL: &str = "portforward.k8s.io";
 
 /// Where a pod's ports are and who it is (for error messages, as upstream's).
 #[derive(Debug, Clone)]
@@ -47,7 +51,13 @@ pub async fn port_forward(
     Path((namespace, pod)): Path<(String, String)>,
     request: Request,
 ) -> Response {
-    let accept = match handshake(request.headers()) {
+    let plain = super::spdy_upgrade::is_spdy(request.headers());
+    let accept = match plain {
+        true => super::spdy_upgrade::negotiate(request.headers(), &[PLAIN_PROTOCOL])
+            .map(|_| String::new()),
+        false => handshake(request.headers()),
+    };
+    let accept = match accept {
         Ok(accept) => accept,
         Err(message) => return (StatusCode::BAD_REQUEST, message).into_response(),
     };
@@ -56,9 +66,18 @@ pub async fn port_forward(
         let message = format!("pod \"{pod}\" has no running container to forward to");
         return (StatusCode::NOT_FOUND, message).into_response();
     };
-    tracing::info!(pod = %key, ip = %target.ip, "port-forward started");
+    tracing::info!(pod = %key, ip = %target.ip, plain, "port-forward started");
     let shutdown = state.shutdown.clone();
     let upgrade = hyper::upgrade::on(request);
+    if plain {
+        tokio::spawn(async move {
+            let Ok(upgraded) = upgrade.await else { return };
+            let io = TokioIo::new(upgraded);
+            let requests = super::portforward_session::run_plain(io, target, shutdown).await;
+            tracing::info!(pod = %key, requests, "port-forward ended");
+        });
+        return super::spdy_upgrade::switching_protocols(PLAIN_PROTOCOL);
+    }
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;

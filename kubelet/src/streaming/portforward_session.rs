@@ -7,6 +7,9 @@
 //! when forwarding ends both streams are closed (a FIN data frame), the error stream after the
 //! message if there is one.
 //!
+//! The SPDY byte stream comes either in binary WebSocket messages (kubectl 1.31+'s tunnel,
+//! [`run`]) or as the upgraded connection itself (a plain `Upgrade: SPDY/3.1`, [`run_plain`]).
+//!
 //! minik simplifies: no SPDY flow-control windows (a bounded queue per stream holds the client
 //! back instead); a half-close from the client half-closes the pod connection, and the pod's
 //! answer is still delivered for a second.
@@ -31,29 +34,84 @@ enum Inbound {
     Fin,
 }
 
-/// Runs the session until the client goes away or the kubelet stops; returns how many
-/// connections were forwarded.
+/// Runs a session tunnelled in a WebSocket until the client goes away or the kubelet stops;
+/// returns how many connections were forwarded.
 pub async fn run<S>(ws: WebSocketStream<S>, target: Target, shutdown: CancellationToken) -> usize
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (sink, mut source) = ws.split();
+    let (sink, source) = ws.split();
+    // Binary messages carry the bytes; a close (or an error) ends the input.
+    let input = source
+        .take_while(|m| futures::future::ready(matches!(m, Ok(m) if !m.is_close())))
+        .filter_map(|m| async move {
+            match m {
+                Ok(Message::Binary(bytes)) => Some(bytes.to_vec()),
+                _ => None,
+            }
+        });
+    let output = sink.with(|out: Out| {
+        futures::future::ready(Ok::<_, tokio_tungstenite::tungstenite::Error>(match out {
+            Out::Bytes(bytes) => Message::binary(bytes),
+            Out::End => super::channels::normal_close(),
+        }))
+    });
+    serve(Box::pin(input), output, target, shutdown).await
+}
+
+/// Runs a session on a plain SPDY/3.1 connection (the upgraded connection is the SPDY stream).
+pub async fn run_plain<S>(io: S, target: Target, shutdown: CancellationToken) -> usize
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (reader, writer) = tokio::io::split(io);
+    let input = futures::stream::unfold(reader, |mut reader| async move {
+        let mut buf = vec![0u8; 32 * 1024];
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((buf, reader))
+            }
+        }
+    });
+    let output = futures::sink::unfold(writer, |mut writer, out: Out| async move {
+        match out {
+            Out::Bytes(bytes) => writer.write_all(&bytes).await?,
+            Out::End => writer.shutdown().await?,
+        }
+        Ok::<_, std::io::Error>(writer)
+    });
+    serve(Box::pin(input), Box::pin(output), target, shutdown).await
+}
+
+/// What goes out on the transport: encoded frames, then the end of the session.
+enum Out {
+    Bytes(Vec<u8>),
+    End,
+}
+
+/// The session over any byte transport: SPDY frames decoded from `input`, encoded into
+/// `output`.
+async fn serve<I, O>(mut input: I, output: O, target: Target, shutdown: CancellationToken) -> usize
+where
+    I: futures::Stream<Item = Vec<u8>> + Unpin,
+    O: futures::Sink<Out> + Unpin + Send + 'static,
+{
     let (out, frames) = mpsc::channel::<Frame>(64);
     let session = shutdown.child_token();
-    let writer = tokio::spawn(write_frames(sink, frames, session.clone()));
+    let writer = tokio::spawn(write_frames(output, frames, session.clone()));
     let mut decoder = Decoder::default();
     let mut pairing = Pairing::default();
     let mut streams: HashMap<u32, mpsc::Sender<Inbound>> = HashMap::new();
     let mut forwarded = 0;
     'session: loop {
-        let message = tokio::select! {
+        let bytes = tokio::select! {
             _ = session.cancelled() => break,
-            message = source.next() => message,
-        };
-        let bytes = match message {
-            Some(Ok(Message::Binary(bytes))) => bytes,
-            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
-            Some(Ok(_)) => continue,
+            bytes = input.next() => match bytes {
+                Some(bytes) => bytes,
+                None => break,
+            },
         };
         decoder.feed(&bytes);
         loop {
@@ -173,24 +231,20 @@ impl Step<'_> {
     }
 }
 
-/// Encodes frames in order (the header compressor's stream is the wire's order) into binary
-/// WebSocket messages.
+/// Encodes frames in order (the header compressor's stream is the wire's order) into the
+/// transport, then its end (a WebSocket's normal close, a plain connection's shutdown).
 async fn write_frames<S>(mut sink: S, mut frames: mpsc::Receiver<Frame>, session: CancellationToken)
 where
-    S: futures::Sink<Message> + Unpin,
+    S: futures::Sink<Out> + Unpin,
 {
     let mut encoder = Encoder::default();
     while let Some(frame) = frames.recv().await {
-        if sink
-            .send(Message::binary(encoder.encode(&frame)))
-            .await
-            .is_err()
-        {
+        if sink.send(Out::Bytes(encoder.encode(&frame))).await.is_err() {
             session.cancel();
             return;
         }
     }
-    let _ = sink.send(super::channels::normal_close()).await;
+    let _ = sink.send(Out::End).await;
 }
 
 /// Forwards one connection; closes both streams at the end, the error stream with the reason.

@@ -26,8 +26,23 @@ pub async fn run<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let (sink, source) = ws.split();
+    run_on(sink, source, started, shutdown).await
+}
+
+/// The session on any carrier of channel messages (a WebSocket, or SPDY through
+/// `spdy_channels.rs`).
+pub async fn run_on<K, R, E>(
+    mut sink: K,
+    mut source: R,
+    started: Started,
+    shutdown: CancellationToken,
+) -> Option<i32>
+where
+    K: futures::Sink<Message> + Unpin,
+    R: futures::Stream<Item = Result<Message, E>> + Unpin,
+{
     let Started { mut child, pty } = started;
-    let (mut sink, mut source) = ws.split();
     let (tx, mut output) = mpsc::channel::<Vec<u8>>(16);
     let mut stdin: Option<Writer> = None;
     if let Some(pty) = &pty {

@@ -164,7 +164,7 @@ fn enter_in_child(
 
 /// A new pseudo-terminal: (the controlling side, the terminal the process gets).
 #[allow(unsafe_code)]
-fn open_pty() -> io::Result<(File, OwnedFd)> {
+pub fn open_pty() -> io::Result<(File, OwnedFd)> {
     let (mut controller, mut terminal): (RawFd, RawFd) = (-1, -1);
     // SAFETY: openpty writes two fds into the given integers; null name, termios and size.
     let rc = unsafe {

@@ -122,6 +122,7 @@ impl Fixture {
             stop_grace_seconds: None,
             stdin: false,
             stdin_once: false,
+            tty: false,
         }
     }
 

@@ -409,6 +409,15 @@ impl Runtime for ProcessRuntime {
         fifo.exists().then_some(fifo)
     }
 
+    fn tty_control_path(&self, id: &str) -> Option<PathBuf> {
+        let fifo = self
+            .inner
+            .containers_dir
+            .join(id)
+            .join(shim::tty::CONTROL_FIFO);
+        fifo.exists().then_some(fifo)
+    }
+
     fn remove_container(&self, id: &str) -> BoxFuture<'_, Result<()>> {
         let id = id.to_string();
         async move { self.remove(&id).await }.boxed()
