@@ -68,40 +68,57 @@ pub fn authorize(policy: &Policy, attributes: &Attributes, pod_node: Option<&str
             NodeDecision::NoOpinion => {}
         }
     }
-    for (binding, rules) in rules_applying(policy, &attributes.user, &attributes.namespace) {
-        if rules.iter().any(|rule| rule_allows(rule, attributes)) {
-            return Decision::Allow(format!("RBAC: allowed by {binding}"));
-        }
+    // Borrowed, not cloned: this runs for every request (upstream's `VisitRulesFor` visits too).
+    let mut allowed_by = None;
+    visit_rules(
+        policy,
+        &attributes.user,
+        &attributes.namespace,
+        |binding, rules| {
+            let found = rules.iter().any(|rule| rule_allows(rule, attributes));
+            if found {
+                allowed_by = Some(binding());
+            }
+            found
+        },
+    );
+    match allowed_by {
+        Some(binding) => Decision::Allow(format!("RBAC: allowed by {binding}")),
+        None => Decision::Deny(String::new()),
     }
-    Decision::Deny(String::new())
 }
 
 /// Every rule granted to `user` in `namespace` (empty: cluster-wide only), as
 /// `SelfSubjectRulesReview` lists them.
 pub fn rules_for(policy: &Policy, user: &UserInfo, namespace: &str) -> Vec<PolicyRule> {
-    rules_applying(policy, user, namespace)
-        .into_iter()
-        .flat_map(|(_, rules)| rules)
-        .collect()
+    let mut found = Vec::new();
+    visit_rules(policy, user, namespace, |_, rules| {
+        found.extend_from_slice(rules);
+        false
+    });
+    found
 }
 
-/// The bindings that apply to `user` in `namespace`, each with a description and its role's rules.
-fn rules_applying(
+/// Calls `visit` with each binding that applies to `user` in `namespace` (a description made on
+/// demand) and its role's rules, until `visit` returns true.
+fn visit_rules(
     policy: &Policy,
     user: &UserInfo,
     namespace: &str,
-) -> Vec<(String, Vec<PolicyRule>)> {
-    let mut found = Vec::new();
+    mut visit: impl FnMut(&dyn Fn() -> String, &[PolicyRule]) -> bool,
+) {
     for binding in &policy.cluster_role_bindings {
         let subjects = binding.subjects.as_deref().unwrap_or_default();
         if subjects.iter().any(|s| applies_to(s, user, "")) {
             let name = binding.metadata.name.as_deref().unwrap_or("");
             let rules = role_rules(policy, &binding.role_ref, "");
-            found.push((format!("ClusterRoleBinding {name:?}"), rules));
+            if visit(&|| format!("ClusterRoleBinding {name:?}"), rules) {
+                return;
+            }
         }
     }
     if namespace.is_empty() {
-        return found;
+        return;
     }
     for binding in &policy.role_bindings {
         if binding.metadata.namespace.as_deref() != Some(namespace) {
@@ -111,23 +128,24 @@ fn rules_applying(
         if subjects.iter().any(|s| applies_to(s, user, namespace)) {
             let name = binding.metadata.name.as_deref().unwrap_or("");
             let rules = role_rules(policy, &binding.role_ref, namespace);
-            found.push((format!("RoleBinding {name:?} in {namespace:?}"), rules));
+            if visit(&|| format!("RoleBinding {name:?} in {namespace:?}"), rules) {
+                return;
+            }
         }
     }
-    found
 }
 
 /// The rules of the role a binding references (a RoleBinding may reference a ClusterRole).
-fn role_rules(policy: &Policy, role_ref: &RoleRef, namespace: &str) -> Vec<PolicyRule> {
+fn role_rules<'p>(policy: &'p Policy, role_ref: &RoleRef, namespace: &str) -> &'p [PolicyRule] {
     let rules = match role_ref.kind.as_str() {
         "ClusterRole" => policy
             .cluster_roles
             .get(&role_ref.name)
-            .and_then(|r| r.rules.clone()),
+            .and_then(|r| r.rules.as_deref()),
         "Role" => policy
             .roles
             .get(&(namespace.to_string(), role_ref.name.clone()))
-            .and_then(|r| r.rules.clone()),
+            .and_then(|r| r.rules.as_deref()),
         _ => None,
     };
     rules.unwrap_or_default()
@@ -145,7 +163,12 @@ fn applies_to(subject: &Subject, user: &UserInfo, binding_namespace: &str) -> bo
                 .as_deref()
                 .filter(|ns| !ns.is_empty())
                 .unwrap_or(binding_namespace);
-            user.name == format!("system:serviceaccount:{namespace}:{}", subject.name)
+            // `system:serviceaccount:{namespace}:{name}`, compared without building it.
+            user.name
+                .strip_prefix("system:serviceaccount:")
+                .and_then(|rest| rest.strip_prefix(namespace))
+                .and_then(|rest| rest.strip_prefix(':'))
+                == Some(subject.name.as_str())
         }
         _ => false,
     }
@@ -154,13 +177,12 @@ fn applies_to(subject: &Subject, user: &UserInfo, binding_namespace: &str) -> bo
 /// docs/security.md#r1: verbs, groups, resources (`*`, exact `res/sub`, or `*/sub`; `pods/*` does
 /// not cover `pods/log`) and names for resource requests; URLs (exact or `prefix*`) otherwise.
 pub fn rule_allows(rule: &PolicyRule, attributes: &Attributes) -> bool {
-    let has = |list: &Option<Vec<String>>, value: &str| {
-        list.as_deref()
-            .unwrap_or_default()
+    let has = |list: Option<&[String]>, value: &str| {
+        list.unwrap_or_default()
             .iter()
             .any(|item| item == "*" || item == value)
     };
-    if !has(&Some(rule.verbs.clone()), &attributes.verb) {
+    if !has(Some(&rule.verbs), &attributes.verb) {
         return false;
     }
     if !attributes.resource_request {
@@ -178,21 +200,23 @@ pub fn rule_allows(rule: &PolicyRule, attributes: &Attributes) -> bool {
             });
     }
     let names = rule.resource_names.as_deref().unwrap_or_default();
-    has(&rule.api_groups, &attributes.api_group)
+    has(rule.api_groups.as_deref(), &attributes.api_group)
         && resource_matches(rule.resources.as_deref().unwrap_or_default(), attributes)
         && (names.is_empty() || names.contains(&attributes.name))
 }
 
 fn resource_matches(resources: &[String], attributes: &Attributes) -> bool {
-    let combined = if attributes.subresource.is_empty() {
-        attributes.resource.clone()
-    } else {
-        format!("{}/{}", attributes.resource, attributes.subresource)
-    };
+    let sub = attributes.subresource.as_str();
     resources.iter().any(|r| {
+        let r = r.as_str();
         r == "*"
-            || *r == combined
-            || (!attributes.subresource.is_empty() && *r == format!("*/{}", attributes.subresource))
+            || match r.split_once('/') {
+                None => sub.is_empty() && r == attributes.resource,
+                // `res/sub` exactly, or `*/sub` for any resource's `sub`.
+                Some((res, rsub)) => {
+                    !sub.is_empty() && rsub == sub && (res == attributes.resource || res == "*")
+                }
+            }
     })
 }
 

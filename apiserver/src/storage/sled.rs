@@ -12,9 +12,9 @@
 //! minik does the same on sled:
 //!
 //! 1. Under one mutex, a writer checks its precondition (exists / compare-and-swap on the
-//!    revision), takes the next revision and writes the object *and* the revision counter in one
-//!    sled transaction, so after a restart revisions keep growing above every stored object. The
-//!    event is queued as "pending".
+//!    revision), takes the next revision and writes the object, which carries it (a removal writes
+//!    the revision counter too, in one sled transaction), so after a restart revisions keep growing
+//!    above every write. The event is queued as "pending".
 //! 2. The writer then waits until its revision is durable. If no flush is running it starts one
 //!    (a "flush epoch": a task that calls `flush_async`, which fsyncs everything written so far);
 //!    otherwise it waits for the running epoch and, if that did not cover it, the next one. So N
@@ -45,7 +45,7 @@ use super::{Error, Event, EventType, Record, Result, Revision, Storage, WatchStr
 
 /// sled's page cache; its default is 1 GiB and real use is several times the setting.
 const CACHE_CAPACITY: u64 = 64 * 1024 * 1024;
-/// The key, in the `meta` tree, of the last revision written.
+/// The key, in the `meta` tree, of the last removal's revision.
 const REVISION_KEY: &[u8] = b"revision";
 
 /// A [`Storage`] kept in a sled database directory. Cheap to clone.
@@ -59,7 +59,7 @@ struct Inner {
     db: sled::Db,
     /// Storage key → 8-byte big-endian revision followed by the object's JSON.
     objects: sled::Tree,
-    /// `REVISION_KEY` → the last revision written, big-endian.
+    /// `REVISION_KEY` → the revision of the last removal, big-endian.
     meta: sled::Tree,
     state: Mutex<WriteState>,
     /// Bumped whenever a flush epoch ends, to wake the writers waiting for it.
@@ -228,16 +228,7 @@ impl Inner {
         let bytes = (event_type != EventType::Deleted)
             .then(|| encode(&record))
             .transpose()?;
-        (&self.objects, &self.meta)
-            .transaction(|(objects, meta)| {
-                match &bytes {
-                    Some(bytes) => objects.insert(key.as_bytes(), bytes.as_slice())?,
-                    None => objects.remove(key.as_bytes())?,
-                };
-                meta.insert(REVISION_KEY, &revision.to_be_bytes())?;
-                Ok(())
-            })
-            .map_err(|e: sled::transaction::TransactionError<()>| backend(format!("{e:?}")))?;
+        self.store(key, bytes, revision)?;
         state.written = revision;
         state.pending.push(Event {
             revision,
@@ -248,6 +239,30 @@ impl Inner {
             encoded: Default::default(),
         });
         Ok(record)
+    }
+}
+
+impl Inner {
+    /// Writes one record (or removes it). A stored object carries its own revision, so only a
+    /// removal also writes the counter, in the same transaction: after a restart the current
+    /// revision is the larger of the counter and every stored object's (`stored_revision`), which
+    /// is the last write's either way. (A plain insert skips sled's transaction machinery, which
+    /// the profile showed on every create.)
+    fn store(&self, key: &str, bytes: Option<Vec<u8>>, revision: Revision) -> Result<()> {
+        match bytes {
+            Some(bytes) => self
+                .objects
+                .insert(key.as_bytes(), bytes)
+                .map(drop)
+                .map_err(backend),
+            None => (&self.objects, &self.meta)
+                .transaction(|(objects, meta)| {
+                    objects.remove(key.as_bytes())?;
+                    meta.insert(REVISION_KEY, &revision.to_be_bytes())?;
+                    Ok(())
+                })
+                .map_err(|e: sled::transaction::TransactionError<()>| backend(format!("{e:?}"))),
+        }
     }
 }
 

@@ -48,6 +48,27 @@ async fn reopen_keeps_objects_and_revisions_keep_growing() {
     assert!(s.watch("/", last).is_ok());
 }
 
+#[tokio::test]
+async fn after_a_restart_revisions_continue_from_the_newest_write_of_any_kind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let last = {
+        let s = SledStorage::open(dir.path(), 100).expect("open");
+        s.create("/registry/pods/a", pod("a")).await.expect("a");
+        s.create("/registry/pods/b", pod("b")).await.expect("b");
+        s.delete("/registry/pods/b", None).await.expect("delete b");
+        // Written after the removal: only the object itself carries this revision.
+        let updated = s
+            .update("/registry/pods/a", pod("a"), None)
+            .await
+            .expect("update a");
+        updated.revision
+    };
+    let s = SledStorage::open(dir.path(), 100).expect("reopen");
+    assert_eq!(s.current_revision(), last);
+    let next = s.create("/registry/pods/c", pod("c")).await.expect("c");
+    assert_eq!(next.revision, last + 1);
+}
+
 #[test]
 fn a_database_held_open_is_refused_after_the_lock_wait() {
     let dir = tempfile::tempdir().expect("tempdir");
