@@ -56,15 +56,18 @@ async fn one_way(
     counter: &AtomicU64,
     one_ended: &AtomicBool,
 ) -> io::Result<()> {
-    let mut buffer = vec![0u8; COPY_BUFFER];
+    // Read into spare capacity: a zeroed buffer would cost a 16 KiB memset per direction and
+    // connection (visible in a profile of one-request connections).
+    let mut buffer = Vec::with_capacity(COPY_BUFFER);
     loop {
-        let read = from.read(&mut buffer).await?;
+        buffer.clear();
+        let read = from.read_buf(&mut buffer).await?;
         if read == 0 {
             break;
         }
-        to.write_all(&buffer[..read]).await?;
+        to.write_all(&buffer).await?;
         counter.fetch_add(read as u64, Ordering::Relaxed);
-        if read == buffer.len() {
+        if read >= COPY_BUFFER {
             if let Ok(pipe) = Pipe::new() {
                 drop(buffer);
                 splice_until_eof(from.as_ref(), to.as_ref(), &pipe, counter).await?;
