@@ -15,8 +15,8 @@
 //!
 //! Because every byte crossed user space twice, it moved about a third of a direct connection's
 //! throughput (kubernetes/kubernetes#16344), and iptables mode replaced it. minik keeps it because
-//! it is the one proxy you can read end to end; it moves bytes with `splice(2)` (`splice.rs`) so
-//! they never enter user space (see the benchmark in `tests/proxy/bench.rs`).
+//! it is the one proxy you can read end to end; it moves bulk bytes with `splice(2)` (`splice.rs`)
+//! so they never enter user space (see the benchmark in `tests/proxy/bench.rs`).
 //!
 //! minik's proxy reads EndpointSlices rather than Endpoints, as kube-proxy has since v1.19: the
 //! ready endpoints get traffic, and when none is ready the serving terminating ones do.
@@ -35,7 +35,7 @@
 //! The pieces, in the order a change and then a connection meet them: [`sync`] (informers →
 //! proxier, the sync delay in [`delay`]), [`service_port`] (Services → per-port specs),
 //! [`slice_cache`] (EndpointSlices → per-port endpoints),
-//! [`proxier`] (listeners per service port, bound by [`bind`], and [`node_port`] listeners), [`tcp`] (accept, dial, copy with [`splice`]),
+//! [`proxier`] (listeners per service port, bound by [`bind`], and [`node_port`] listeners), [`tcp`] (accept, dial, then [`forward`]: copy, or [`splice`] for bulk),
 //! [`load_balancer`] (which endpoint); beside them [`state`], [`metrics`], [`http`] and
 //! [`events`] (what the proxy reports).
 //!
@@ -44,6 +44,7 @@
 pub mod bind;
 pub mod delay;
 pub mod events;
+pub mod forward;
 pub mod http;
 pub mod load_balancer;
 pub mod metrics;

@@ -15,13 +15,14 @@
 //! the readiness if the kernel answers `EAGAIN`; the same on the writing side with `writable()`.
 //! The pipe is emptied completely before it is filled again, so it is never the side that blocks.
 //!
-//! Byte counters are updated per chunk (tens of KiB), so `/metrics` shows long transfers live.
+//! A connection starts by copying (`forward.rs`); a direction comes here once a read fills the
+//! copy buffer, i.e. when it carries bulk data. Byte counters are updated per chunk (tens of KiB),
+//! so `/metrics` shows long transfers live.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rustix::net::Shutdown;
 use rustix::pipe::{pipe_with, splice, PipeFlags, SpliceFlags};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
@@ -31,13 +32,14 @@ use tokio::net::TcpStream;
 const CHUNK: usize = 1024 * 1024;
 
 /// A pipe used as the in-kernel buffer of one direction.
-struct Pipe {
+pub struct Pipe {
     read: OwnedFd,
     write: OwnedFd,
 }
 
 impl Pipe {
-    fn new() -> io::Result<Pipe> {
+    /// A pipe, or the error (out of file descriptors) that says to keep copying instead.
+    pub fn new() -> io::Result<Pipe> {
         let (read, write) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
         // A bigger pipe means fewer calls per megabyte; the default (64 KiB) still works.
         let _ = rustix::pipe::fcntl_setpipe_size(&write, CHUNK);
@@ -45,41 +47,9 @@ impl Pipe {
     }
 }
 
-/// Both pipes of a connection, created before any byte moves so that a failure (out of file
-/// descriptors) can fall back to the plain copy loop.
-pub struct Pipes {
-    in_pipe: Pipe,
-    out_pipe: Pipe,
-}
-
-impl Pipes {
-    /// Two pipes, or the error that says to use the plain copy instead.
-    pub fn new() -> io::Result<Pipes> {
-        Ok(Pipes {
-            in_pipe: Pipe::new()?,
-            out_pipe: Pipe::new()?,
-        })
-    }
-}
-
-/// Forwards both directions until both have ended (EOF is passed on as a write shutdown, like
-/// `copy_bidirectional`), or until either fails. `bytes_in` / `bytes_out` grow as bytes move.
-pub async fn splice_bidirectional(
-    client: &TcpStream,
-    backend: &TcpStream,
-    pipes: Pipes,
-    bytes_in: &AtomicU64,
-    bytes_out: &AtomicU64,
-) -> io::Result<()> {
-    let to_backend = splice_one_way(client, backend, &pipes.in_pipe, bytes_in);
-    let to_client = splice_one_way(backend, client, &pipes.out_pipe, bytes_out);
-    tokio::try_join!(to_backend, to_client)?;
-    Ok(())
-}
-
-/// Moves bytes from `from` to `to` through `pipe` until `from` reaches EOF, then shuts down the
-/// writing side of `to`.
-async fn splice_one_way(
+/// Moves bytes from `from` to `to` through `pipe` until `from` reaches EOF; passing the EOF on is
+/// the caller's job (`forward.rs`).
+pub async fn splice_until_eof(
     from: &TcpStream,
     to: &TcpStream,
     pipe: &Pipe,
@@ -88,8 +58,6 @@ async fn splice_one_way(
     loop {
         let filled = fill(from, pipe).await?;
         if filled == 0 {
-            // EOF from `from`. The peer may already be gone; that is not an error here.
-            let _ = rustix::net::shutdown(to.as_fd(), Shutdown::Write);
             return Ok(());
         }
         drain(pipe, to, filled).await?;

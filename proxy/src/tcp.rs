@@ -3,9 +3,8 @@
 //! Kubernetes counterpart: `pkg/proxy/userspace/proxysocket.go` (≤ v1.25): `tcpProxySocket.
 //! ProxyLoop` accepts, `tryConnect` dials with the timeouts `[250ms, 500ms, 1s, 2s]` asking the
 //! load balancer again (affinity reset) after each failure, and `proxyTCP` runs two `copyBytes`
-//! goroutines until either side closes. minik moves the bytes with `splice(2)` (`splice.rs`), and
-//! falls back to tokio's [`tokio::io::copy_bidirectional_with_sizes`], the direct equivalent of
-//! the two goroutines, when it cannot.
+//! goroutines until either side closes. minik moves the bytes with a read/write loop per direction
+//! that switches to `splice(2)` for bulk data (`forward.rs`).
 //!
 //! The rules minik keeps:
 //! - no endpoint at all → the client's connection is closed at once (nothing to wait for);
@@ -17,11 +16,10 @@
 //!   (as conntrack does in iptables mode). Only proxy shutdown cuts them.
 //!
 //! The hot path is cheap on purpose: one short mutex hold to pick the endpoint, `TCP_NODELAY` on
-//! both sockets (a proxy must not add Nagle delays on top of the client's), two pipes per
-//! connection and no user-space copy of the payload; counters are plain atomics.
+//! both sockets (a proxy must not add Nagle delays on top of the client's), one read and one write
+//! per request-sized chunk, no user-space copy of bulk data; counters are plain atomics.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,14 +30,10 @@ use tracing::{debug, warn};
 
 use minik_client::connections::ConnectionTracker;
 
+use crate::forward::forward_bidirectional;
 use crate::load_balancer::LoadBalancer;
 use crate::metrics::PortMetrics;
 use crate::service_port::ServicePortName;
-use crate::splice::{splice_bidirectional, Pipes};
-
-/// Copy buffer per direction for the fallback copy loop. 64 KiB matches the loopback MTU and cuts
-/// the number of read/write calls by 8 compared with tokio's default 8 KiB.
-const COPY_BUFFER: usize = 64 * 1024;
 
 /// Pause after a failed `accept` (e.g. out of file descriptors) so the loop does not spin.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
@@ -108,35 +102,16 @@ async fn proxy_connection(
     debug!(service = %port.name, client = %peer, %endpoint, "proxying connection");
     let copied = tokio::select! {
         _ = shutdown.cancelled() => return,
-        copied = forward(&mut client, &mut backend, &port.metrics) => copied,
+        copied = forward_bidirectional(
+            &mut client,
+            &mut backend,
+            &port.metrics.bytes_in,
+            &port.metrics.bytes_out,
+        ) => copied,
     };
     if let Err(error) = copied {
         debug!(service = %port.name, %endpoint, %error, "connection ended with an error");
     }
-}
-
-/// Copies bytes both ways until both sides have closed: with `splice(2)` (no copy through user
-/// space), or with tokio's copy loop when the pipes cannot be created.
-async fn forward(
-    client: &mut TcpStream,
-    backend: &mut TcpStream,
-    metrics: &PortMetrics,
-) -> std::io::Result<()> {
-    if let Ok(pipes) = Pipes::new() {
-        return splice_bidirectional(
-            client,
-            backend,
-            pipes,
-            &metrics.bytes_in,
-            &metrics.bytes_out,
-        )
-        .await;
-    }
-    let (bytes_in, bytes_out) =
-        tokio::io::copy_bidirectional_with_sizes(client, backend, COPY_BUFFER, COPY_BUFFER).await?;
-    metrics.bytes_in.fetch_add(bytes_in, Relaxed);
-    metrics.bytes_out.fetch_add(bytes_out, Relaxed);
-    Ok(())
 }
 
 /// Picks an endpoint and connects to it, moving on to the next endpoint when a dial fails (upstream

@@ -14,5 +14,7 @@ mod sync_delay;
 mod http;
 // The whole proxy (`serve`) against a real in-process apiserver: watches, listeners, Events.
 mod cluster;
+// One connection's byte path: small exchanges copied, bulk spliced, half-closes passed on.
+mod forwarding;
 // Throughput and added latency against a direct connection (`#[ignore]`: run with --ignored).
 mod bench;
