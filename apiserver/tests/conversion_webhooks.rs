@@ -282,12 +282,7 @@ async fn invalid_conversion_settings_are_refused_with_their_fields() {
     bad["spec"]["conversion"]["webhook"]["clientConfig"]["url"] = json!("http://127.0.0.1/convert");
     let (code, status) = api.post(CRDS, &bad).await;
     assert_eq!(code, 422, "{status}");
-    let fields: Vec<&str> = status["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["field"].as_str())
-        .collect();
+    let fields = common::cause_fields(&status);
     assert_eq!(
         fields,
         [

@@ -99,12 +99,7 @@ async fn bad_match_conditions_are_refused_with_their_fields() {
     );
     let (code, status) = api.post(VALIDATING, &config).await;
     assert_eq!(code, 422, "{status}");
-    let fields: Vec<&str> = status["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["field"].as_str())
-        .collect();
+    let fields = common::cause_fields(&status);
     assert_eq!(
         fields,
         [

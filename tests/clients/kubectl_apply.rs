@@ -224,12 +224,7 @@ async fn kubectl_create_namespace_and_service_send_protobuf_the_server_decodes()
     let Some(binary) = kubectl_binary() else {
         return;
     };
-    let cluster = minik_tests::Cluster::builder()
-        .nodes(0)
-        .without_services()
-        .start()
-        .await
-        .expect("start cluster");
+    let cluster = crate::support::control_plane().await;
     let kubectl = Kubectl::new(binary, &cluster);
     // kubectl's typed clients POST these with Content-Type: application/vnd.kubernetes.protobuf.
     assert_eq!(

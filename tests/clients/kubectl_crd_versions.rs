@@ -46,12 +46,7 @@ async fn kubectl_serves_both_versions_of_a_crd_and_namespace_deletion_takes_its_
     let Some(binary) = kubectl_binary() else {
         return;
     };
-    let cluster = minik_tests::Cluster::builder()
-        .nodes(0)
-        .without_services()
-        .start()
-        .await
-        .expect("start cluster");
+    let cluster = crate::support::control_plane().await;
     let kubectl = Kubectl::new(binary, &cluster);
     let crd = kubectl.manifest("crd.yaml", WIDGET_CRD);
     kubectl.ok(&["apply", "-f", crd.to_str().unwrap()]).await;

@@ -74,12 +74,7 @@ async fn kubectl_drives_a_crd_with_validation_defaults_pruning_cel_status_and_sc
     let Some(binary) = kubectl_binary() else {
         return;
     };
-    let cluster = minik_tests::Cluster::builder()
-        .nodes(0)
-        .without_services()
-        .start()
-        .await
-        .expect("start cluster");
+    let cluster = crate::support::control_plane().await;
     let kubectl = Kubectl::new(binary, &cluster);
     let crd = kubectl.manifest("crd.yaml", CRONTAB_CRD);
     let applied = Instant::now();

@@ -60,12 +60,7 @@ async fn kubectl_discovers_everything_from_api_and_apis_alone() {
     let Some(binary) = kubectl_binary() else {
         return;
     };
-    let cluster = minik_tests::Cluster::builder()
-        .nodes(0)
-        .without_services()
-        .start()
-        .await
-        .expect("start cluster");
+    let cluster = crate::support::control_plane().await;
     let kubectl = Kubectl::new(binary.clone(), &cluster);
     let run = kubectl.run(&["api-resources", "-v=6"]).await.success();
     let paths = requested_paths(&run.stderr);

@@ -22,12 +22,7 @@ async fn kubectl_1_27_explains_and_validates_from_the_protobuf_openapi_v2() {
     let Some(binary) = kubectl_1_27() else {
         return;
     };
-    let cluster = minik_tests::Cluster::builder()
-        .nodes(0)
-        .without_services()
-        .start()
-        .await
-        .expect("start cluster");
+    let cluster = crate::support::control_plane().await;
     let kubectl = Kubectl::new(binary, &cluster);
     // 1.27 explains from v3 unless told otherwise: `--output=plaintext-openapiv2` picks v2.
     let explain = kubectl

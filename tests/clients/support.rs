@@ -25,6 +25,16 @@ pub async fn cluster() -> Cluster {
         .expect("start cluster")
 }
 
+/// Starts the control plane alone (no nodes, no services): what API-only tests need.
+pub async fn control_plane() -> Cluster {
+    Cluster::builder()
+        .nodes(0)
+        .without_services()
+        .start()
+        .await
+        .expect("start cluster")
+}
+
 /// Stops the cluster and asserts it left no process behind.
 pub async fn stop_clean(cluster: Cluster) {
     let report = cluster.stop().await.expect("stop cluster");

@@ -255,3 +255,13 @@ pub async fn kubectl(
         text(&output.stderr),
     ))
 }
+
+/// The field of every cause in a 422 Status, in order.
+pub fn cause_fields(status: &serde_json::Value) -> Vec<&str> {
+    status["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .filter_map(|c| c["field"].as_str())
+        .collect()
+}
