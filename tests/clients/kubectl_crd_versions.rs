@@ -50,14 +50,7 @@ async fn kubectl_serves_both_versions_of_a_crd_and_namespace_deletion_takes_its_
     let kubectl = Kubectl::new(binary, &cluster);
     let crd = kubectl.manifest("crd.yaml", WIDGET_CRD);
     kubectl.ok(&["apply", "-f", crd.to_str().unwrap()]).await;
-    kubectl
-        .ok(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=10s",
-            "crd/widgets.example.com",
-        ])
-        .await;
+    kubectl.wait_established("widgets.example.com").await;
     let crds = kubectl.ok(&["get", "crd"]).await;
     assert_eq!(
         cells(crds.lines().next().unwrap_or("")),

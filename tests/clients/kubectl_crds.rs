@@ -84,12 +84,7 @@ async fn kubectl_drives_a_crd_with_validation_defaults_pruning_cel_status_and_sc
         "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com created"
     );
     kubectl
-        .ok(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=10s",
-            "crd/crontabs.stable.example.com",
-        ])
+        .wait_established("crontabs.stable.example.com")
         .await;
     let established = applied.elapsed();
     eprintln!("CRD established {established:?} after the apply");
@@ -189,12 +184,7 @@ async fn kubectl_drives_a_crd_with_validation_defaults_pruning_cel_status_and_sc
     // Created again, the kind starts empty: deleting the CRD deleted its objects.
     kubectl.ok(&["apply", "-f", crd.to_str().unwrap()]).await;
     kubectl
-        .ok(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=10s",
-            "crd/crontabs.stable.example.com",
-        ])
+        .wait_established("crontabs.stable.example.com")
         .await;
     let empty = kubectl.run(&["get", "crontabs"]).await.success();
     assert!(empty.stderr.contains("No resources found"), "{empty:#?}");

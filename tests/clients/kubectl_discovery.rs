@@ -102,12 +102,7 @@ async fn kubectl_discovers_everything_from_api_and_apis_alone() {
     let crd = kubectl.manifest("crd.yaml", CRONTAB_CRD);
     kubectl.ok(&["apply", "-f", crd.to_str().unwrap()]).await;
     kubectl
-        .ok(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=10s",
-            "crd/crontabs.stable.example.com",
-        ])
+        .wait_established("crontabs.stable.example.com")
         .await;
     for kubectl in [kubectl, Kubectl::new(binary, &cluster)] {
         let run = kubectl.run(&["get", "ct", "-v=6"]).await.success();

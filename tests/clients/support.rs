@@ -192,6 +192,13 @@ impl Kubectl {
     pub async fn ok(&self, args: &[&str]) -> String {
         self.run(args).await.success().stdout
     }
+
+    /// Waits (10 s at most) for a CRD to be `Established`, so its kind is served.
+    pub async fn wait_established(&self, crd_name: &str) {
+        let crd = format!("crd/{crd_name}");
+        self.ok(&["wait", "--for=condition=Established", "--timeout=10s", &crd])
+            .await;
+    }
 }
 
 /// The columns of one line of kubectl's aligned output.
