@@ -33,6 +33,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if cli.command.writes_for_a_reader() {
+        restore_default_sigpipe();
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -48,4 +51,17 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Lets a closed stdout end the command quietly, as it ends kubectl (`minik get pods | head`).
+///
+/// Rust ignores SIGPIPE, so printing to a pipe whose reader has gone fails and `println!` panics.
+/// Client verbs take the signal's default action instead, like any Unix filter and like Go
+/// programs writing to stdout; components keep ignoring it, since a peer closing a socket must
+/// stay an error they handle, not their end.
+#[allow(unsafe_code)]
+fn restore_default_sigpipe() {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: called before any thread is started; SIG_DFL installs no handler code.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }

@@ -97,6 +97,25 @@ pub enum Command {
     ClusterAutoscaler(minik_cluster_autoscaler::Args),
 }
 
+impl Command {
+    /// The verbs whose output is meant for a reader (a terminal or a pipe such as `| head`), as
+    /// against the long-running components and cluster commands.
+    pub fn writes_for_a_reader(&self) -> bool {
+        matches!(
+            self,
+            Command::Apply(_)
+                | Command::Get(_)
+                | Command::Delete(_)
+                | Command::Describe(_)
+                | Command::Logs(_)
+                | Command::Scale(_)
+                | Command::Rollout(_)
+                | Command::Version(_)
+                | Command::Status(_)
+        )
+    }
+}
+
 /// Runs the parsed command.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let flags = &cli.flags;

@@ -65,3 +65,21 @@ async fn usage_errors_exit_1() {
     let run = Run::from(minik_command(&["--help"]).output().await.unwrap());
     assert_eq!(run.code, 0);
 }
+
+/// A reader that has gone (`minik get pods | head -1`) ends the command as it ends kubectl: by
+/// SIGPIPE, with nothing on stderr, rather than a panic about a broken pipe.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let (read_end, write_end) = nix::unistd::pipe().unwrap();
+    drop(read_end); // the reader is gone before the first line is written
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_minik"))
+        .args(["version", "--client"])
+        .stdout(std::process::Stdio::from(write_end))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let sigpipe = nix::sys::signal::Signal::SIGPIPE as i32;
+    assert_eq!(output.status.signal(), Some(sigpipe), "{output:?}");
+    assert_eq!(stderr, "", "no panic message");
+}
