@@ -79,6 +79,7 @@ pub mod table;
 pub mod tls;
 pub mod watch;
 pub mod watch_encode;
+mod watch_body;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
