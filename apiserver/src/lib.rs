@@ -78,8 +78,8 @@ pub mod streaming;
 pub mod table;
 pub mod tls;
 pub mod watch;
-pub mod watch_encode;
 mod watch_body;
+pub mod watch_encode;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

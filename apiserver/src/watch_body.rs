@@ -104,7 +104,10 @@ mod tests {
         let mut body = WatchBody::new(producer.boxed(), rx);
         let chunk = body.next().await.expect("a chunk").expect("infallible");
         assert_eq!(&chunk[..], b"{\"n\":0}\n{\"n\":1}\n{\"n\":2}\n");
-        assert!(body.next().await.is_none(), "the loop ended, so does the body");
+        assert!(
+            body.next().await.is_none(),
+            "the loop ended, so does the body"
+        );
     }
 
     /// A loop that filled the queue waits for room, and resumes once the body has sent the queue:

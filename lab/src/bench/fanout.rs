@@ -110,7 +110,12 @@ pub async fn measure(ctx: &Bench) -> crate::Result<Vec<Row>> {
             .context("opening a watch")?;
         let seen = Seen::default();
         progress.push(seen.progress.clone());
-        watchers.push(tokio::spawn(read_watch(seen, stream, base, stop_rx.clone())));
+        watchers.push(tokio::spawn(read_watch(
+            seen,
+            stream,
+            base,
+            stop_rx.clone(),
+        )));
     }
 
     let steady_for = ctx.size(Duration::from_secs(1), Duration::from_secs(5));
@@ -279,5 +284,4 @@ mod tests {
         seen.line(line, 4_000_000);
         assert_eq!(seen.out_of_order, 1);
     }
-
 }
