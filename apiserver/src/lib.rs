@@ -78,6 +78,7 @@ pub mod streaming;
 pub mod table;
 pub mod tls;
 pub mod watch;
+mod watch_body;
 pub mod watch_encode;
 
 use std::net::SocketAddr;

@@ -19,8 +19,9 @@
 //!
 //! Each storage event is encoded once for all its watches, as the cacher's `cachingObject` does
 //! (`watch_encode.rs`); only Table output and objects made for one watch are encoded per watch.
+//! The loop below runs inside the response body, on the connection's task (`watch_body.rs`), so a
+//! client that goes away drops it with the body.
 
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +34,6 @@ use minik_api::{status, ResourceInfo};
 use rand::Rng;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
@@ -43,10 +43,11 @@ use crate::request::selection::{check_field_selector, matches};
 use crate::request::Target;
 use crate::storage::{self, Event, EventType, Record, Revision, Storage, WatchStream};
 use crate::table::{table, Output};
+use crate::watch_body::WatchBody;
 use crate::watch_encode::{owned_line, LineObject};
 use crate::AppState;
 
-/// Lines buffered between the watch task and the HTTP body.
+/// Lines queued between the watch loop and the HTTP body.
 const LINE_BUFFER: usize = 64;
 
 /// Everything a running watch needs.
@@ -112,8 +113,8 @@ pub fn serve_watch(
         storage: state.storage.clone(),
     };
     debug!(prefix = %prefix, start, "watch started");
-    tokio::spawn(run_watch(task, events));
-    let body = Body::from_stream(ReceiverStream::new(rx).map(Ok::<_, Infallible>));
+    // The loop runs inside the body, on the connection's task (`watch_body.rs`).
+    let body = Body::from_stream(WatchBody::new(run_watch(task, events).boxed(), rx));
     let mut response = (StatusCode::OK, body).into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -164,8 +165,15 @@ impl WatchTask {
         self.push(owned_line(event_type, object)).await
     }
 
-    /// Queues one line for the HTTP body, waiting while the client's buffer is full.
+    /// Queues one line for the HTTP body, waiting while the client's buffer is full. (The
+    /// shutdown token is shared by every watch: waiting on it only when the buffer is full keeps
+    /// its lock out of the per-event path.)
     async fn push(&self, line: Bytes) -> bool {
+        let line = match self.tx.try_send(line) {
+            Ok(()) => return true,
+            Err(mpsc::error::TrySendError::Closed(_)) => return false,
+            Err(mpsc::error::TrySendError::Full(line)) => line,
+        };
         tokio::select! {
             sent = self.tx.send(line) => sent.is_ok(),
             _ = self.shutdown.cancelled() => false,
@@ -266,13 +274,22 @@ async fn run_watch(mut task: WatchTask, events: storage::Result<WatchStream>) {
     };
     let mut last = task.start;
     let period = task.bookmark_interval;
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let mut bookmark_due = tokio::time::Instant::now() + period;
+    let mut ticker = tokio::time::interval_at(bookmark_due, period);
     loop {
+        if only_events_due(&task, deadline.deadline(), bookmark_due) {
+            if let Some(next) = events.next().now_or_never() {
+                if !deliver(&task, next, &mut last).await {
+                    break;
+                }
+                continue;
+            }
+        }
         let next = tokio::select! {
             _ = task.shutdown.cancelled() => break,
             _ = &mut deadline => break,
-            _ = task.tx.closed() => break,
-            _ = ticker.tick(), if task.options.bookmarks => {
+            due = ticker.tick(), if task.options.bookmarks => {
+                bookmark_due = due + period;
                 match bookmark_revision(&task, &mut events, &mut last).await {
                     Some(revision) if task.bookmark(revision, false).await => continue,
                     _ => break,
@@ -285,6 +302,22 @@ async fn run_watch(mut task: WatchTask, events: storage::Result<WatchStream>) {
         }
     }
     debug!(kind = task.info.kind, last, "watch ended");
+}
+
+/// Whether the next queued event is all that can be due: the server runs, the client is there, and
+/// neither the watch's end nor its next bookmark has come. Only atomics and the clock, so a watch
+/// with an event already queued skips the `select!` above, whose shutdown branch would take the
+/// lock of a token shared by every watch, once per event per watch.
+fn only_events_due(
+    task: &WatchTask,
+    end: tokio::time::Instant,
+    bookmark_due: tokio::time::Instant,
+) -> bool {
+    let now = tokio::time::Instant::now();
+    !task.shutdown.is_cancelled()
+        && !task.tx.is_closed()
+        && now < end
+        && (!task.options.bookmarks || now < bookmark_due)
 }
 
 /// Sends what one storage event means for this watch; false when the watch must end.
