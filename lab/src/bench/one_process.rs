@@ -10,9 +10,14 @@
 //! free loopback port, with the bench cluster's TLS setting and proxy sync delay and a pod range
 //! of its own (127.245.0.0/16, so its pods never share the bench cluster's addresses). Once the
 //! state file `minik up` writes when every node is Ready appears, it gets the settle time and the
-//! window of the processes mode; then the PSS, VmRSS and RssAnon of the `minik up` process (and
+//! window of the processes mode; then the VmRSS, PSS and RssAnon of the `minik up` process (and
 //! of its children, none while idle) are read, and it is stopped with SIGTERM, as `minik down`
 //! stops it.
+//!
+//! The judged figure is VmRSS, not PSS: the bench's own cluster runs beside it from the same
+//! binary, and PSS would split the code pages with those ten processes (27.6 MB PSS against
+//! 57.6 MB VmRSS in one run). Alone, a one-process cluster's PSS is its VmRSS less a few shared
+//! library pages.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -36,7 +41,7 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(60);
 pub fn templates() -> Vec<Row> {
     vec![Row::new(
         "idle_memory_one_process",
-        "7. idle footprint: memory (PSS) of `minik up --one-process`",
+        "7. idle footprint: memory (VmRSS) of `minik up --one-process`",
         "≤ 50 MB",
         "k3s server (one process) 1.6 GB",
     )]
@@ -106,15 +111,16 @@ async fn settle_and_sample(
     Ok(templates()
         .remove(0)
         .result(format!(
-            "{pss_mb:.1} MB PSS, anonymous {anon_mb:.1} MB, VmRSS {rss_mb:.1} MB \
-             ({} process(es); ready in {ready_s:.1}s; {percent:.2} % of a core idle)",
+            "{rss_mb:.1} MB VmRSS (its PSS beside the bench's cluster {pss_mb:.1} MB), \
+             anonymous {anon_mb:.1} MB ({} process(es); ready in {ready_s:.1}s; \
+             {percent:.2} % of a core idle)",
             pids.len()
         ))
         .value("pss_mb", pss_mb)
         .value("total_mb", rss_mb)
         .value("anon_mb", anon_mb)
         .value("percent_of_a_core", percent)
-        .met(pss_mb <= 50.0))
+        .met(rss_mb <= 50.0))
 }
 
 /// Waits until `minik up` has written its state file (every node Ready), failing if it exits.
