@@ -82,8 +82,12 @@ fn upstream_path(path: &serde_ignored::Path) -> String {
 
 fn ignored_by<K: DeserializeOwned>(value: &Value) -> Vec<String> {
     let mut unknown = Vec::new();
+    // One callback type for every kind: with a closure per `K`, every nested type's visitor was
+    // compiled again for each kind that contains it (~5 MB of the binary's code).
+    let mut record = |path: serde_ignored::Path| unknown.push(upstream_path(&path));
+    let record: &mut dyn FnMut(serde_ignored::Path) = &mut record;
     // A type error ends the walk; the fields found so far are still reported.
-    let _ = serde_ignored::deserialize::<_, _, K>(value, |path| unknown.push(upstream_path(&path)));
+    let _ = serde_ignored::deserialize::<_, _, K>(value, record);
     unknown
 }
 

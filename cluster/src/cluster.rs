@@ -546,9 +546,10 @@ pub(crate) fn spawn_component(
         Mode::InProcess => {
             let stop = CancellationToken::new();
             let run = component.run(args, stop.clone())?;
-            Ok(supervisor::spawn_task(
-                name, address, &log_dir, stop, run, tx,
-            ))
+            let mut task = supervisor::spawn_task(name, address, &log_dir, stop, run, tx);
+            // Where `one_process.rs` routes its lines: by crate, so every kubelet shares one.
+            task.log = log_dir.join(format!("{}.log", component.subcommand()));
+            Ok(task)
         }
     }
 }

@@ -28,7 +28,9 @@
 //! - [`files`]: where a cluster keeps its data, pid and state files;
 //! - [`ha`] and [`front_door`]: several apiservers on one etcd behind one address;
 //! - [`node_group`] and [`node_group_server`]: the cluster autoscaler's node group (kubelets on
-//!   demand) and the API that serves it to the `minik cluster-autoscaler` process.
+//!   demand) and the API that serves it to the `minik cluster-autoscaler` process;
+//! - [`one_process`]: `minik up --one-process` (every component a task, as `k3s server` runs
+//!   them) and its log file per component.
 //!
 //! Read next: `cluster.rs`.
 
@@ -46,6 +48,7 @@ pub mod kubeconfig;
 pub mod node_group;
 pub mod node_group_server;
 pub mod nodeipam;
+pub mod one_process;
 pub mod pki;
 pub mod restart;
 pub mod secure;

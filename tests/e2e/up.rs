@@ -1,4 +1,5 @@
-//! `minik up`, `minik status` and `minik down` as a user runs them, from a real terminal's view.
+//! `minik up`, `minik status` and `minik down` as a user runs them, from a real terminal's view,
+//! in the default processes mode and with `--one-process`.
 
 use std::time::Duration;
 
@@ -110,6 +111,50 @@ async fn down_after_a_kubelet_crash_still_leaves_nothing_behind() {
             .any(|l| l.starts_with("kubelet-node-1") && l.contains("restarts 1")),
         "{status}"
     );
+    up.down().await;
+}
+
+/// `up --one-process` runs every component as a task of the one `minik up` process (as `k3s
+/// server` does): `status` lists each under up's own pid, a pod runs and answers (its container
+/// the only other process), each component logs to its own file, and `down` leaves nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn up_one_process_runs_a_pod_and_down_leaves_nothing_behind() {
+    let _machine = crate::support::shared().await;
+    let up = Up::start_with_flags(1, &["--one-process"]).await;
+    let transcript = up.transcript.join("\n");
+    assert!(transcript.contains("(one process)"), "{transcript}");
+    assert!(transcript.contains("node-1 Ready"), "{transcript}");
+    let (ok, status) = minik(&["status", "--data-dir", &up.data_dir()]).await;
+    assert!(ok, "status exits 0 while everything runs:\n{status}");
+    let up_pid = up.pid_of("apiserver");
+    for component in ["apiserver", "scheduler", "kubelet-node-1", "proxy", "dns"] {
+        assert!(
+            status.lines().any(|l| l.starts_with(component)
+                && l.contains("running")
+                && l.contains(&format!("pid {up_pid} "))),
+            "{component} running in minik up (pid {up_pid}):\n{status}"
+        );
+    }
+    let cluster = procs::related_to(std::path::Path::new(&up.data_dir()));
+    assert_eq!(
+        cluster
+            .iter()
+            .filter(|p| p.state != 'Z')
+            .map(|p| p.pid)
+            .collect::<Vec<_>>(),
+        [up_pid],
+        "one process before any pod: {cluster:?}"
+    );
+    let running = run_pod_via(&up.pods(), &pod("hello").port(8080).build()).await;
+    http_answer(&format!("{}:8080", running.status.unwrap().pod_ip.unwrap())).await;
+    let logs = std::path::Path::new(&up.data_dir()).join("logs");
+    for log in ["apiserver.log", "kubelet.log", "scheduler.log"] {
+        let text = std::fs::read_to_string(logs.join(log)).unwrap_or_default();
+        assert!(
+            text.contains(" INFO "),
+            "{log} has the component's lines:\n{text}"
+        );
+    }
     up.down().await;
 }
 

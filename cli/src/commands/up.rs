@@ -15,6 +15,9 @@
 //! systemd and the kubelet restart a control plane (`cluster/src/restart.rs`); `minik status`
 //! shows its restarts and last exit.
 //!
+//! `--one-process` runs the components as tasks of this process instead, as `k3s server` does
+//! (`cluster/src/one_process.rs`): less memory, the same files and commands.
+//!
 //! Stopping drains the pods gracefully (preStop hooks and grace periods run), then stops the
 //! components and reaps every leftover process; a second Ctrl-C stops waiting for the pods.
 //!
@@ -26,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use minik_cluster::{default_data_dir, is_minik_up, pid_file, state_file};
-use minik_cluster::{drain, kubeconfig, Cluster, ClusterConfig, Supervision};
+use minik_cluster::{drain, kubeconfig, Cluster, ClusterConfig, Mode, Supervision};
 
 /// Flags of `minik up`.
 #[derive(clap::Args, Debug, Clone)]
@@ -128,6 +131,11 @@ pub struct UpArgs {
     /// `node-2=cpu=4,memory=8Gi,pods=50`.
     #[arg(long, value_name = "NODE=cpu=Q,memory=Q,pods=N", value_parser = parse_node_size)]
     pub node_size: Vec<(String, Vec<String>)>,
+    /// Run every component as a task of this one process, as `k3s server` does, instead of a
+    /// process each: the binary's code and data are in memory once. Containers are still
+    /// processes; a component cannot be killed alone; logs stay in DATA/logs/COMPONENT.log.
+    #[arg(long)]
+    pub one_process: bool,
 }
 
 /// `node-2=cpu=4,memory=8Gi,pods=50` → `("node-2", ["--cpu", "4", "--memory", "8Gi", …])`.
@@ -245,7 +253,17 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     };
     refuse_if_running(&data_dir)?;
     let signals = drain::Signals::install()?;
-    println!("Creating cluster \"minik\" in {} ...", data_dir.display());
+    let (mode, how) = if args.one_process {
+        // In-process components log through this process's subscriber: a file each.
+        minik_cluster::one_process::install_logging(&data_dir.join("logs"));
+        (Mode::InProcess, " (one process)")
+    } else {
+        (Mode::Processes, "")
+    };
+    println!(
+        "Creating cluster \"minik\"{how} in {} ...",
+        data_dir.display()
+    );
     let options = ClusterConfig {
         data_dir: data_dir.clone(),
         listen: args.listen,
@@ -281,6 +299,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             .node_cidr_mask_size
             .unwrap_or(minik_cluster::nodeipam::DEFAULT_NODE_CIDR_MASK_SIZE),
         node_kubelet_args: args.node_size.iter().cloned().collect(),
+        mode,
         ..ClusterConfig::default()
     };
     let options = match &ephemeral_dir {

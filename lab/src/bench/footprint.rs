@@ -12,7 +12,8 @@
 //! the processes that map it, so the sum is the memory the cluster really occupies.
 //!
 //! The stack is first left to settle (its start-up writes and watches done), then CPU is sampled
-//! over a window: 10 s, or 2 s with `--quick`.
+//! over a window: 10 s, or 2 s with `--quick`. `one_process.rs` then measures the same cluster run
+//! as one process (`minik up --one-process`), in a row of its own.
 
 use std::time::{Duration, Instant};
 
@@ -144,7 +145,7 @@ fn parse_kib(text: &str, key: &str) -> Option<u64> {
 }
 
 /// A field of `/proc/PID/status` in KiB.
-fn status_kib(pid: u32, key: &str) -> Option<u64> {
+pub(super) fn status_kib(pid: u32, key: &str) -> Option<u64> {
     parse_kib(
         &std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?,
         key,
@@ -152,7 +153,7 @@ fn status_kib(pid: u32, key: &str) -> Option<u64> {
 }
 
 /// A field of `/proc/PID/smaps_rollup` in KiB (`Pss:`).
-fn rollup_kib(pid: u32, key: &str) -> Option<u64> {
+pub(super) fn rollup_kib(pid: u32, key: &str) -> Option<u64> {
     parse_kib(
         &std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?,
         key,

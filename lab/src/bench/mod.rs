@@ -10,7 +10,8 @@
 //! The measurements, one file each, in the order they run:
 //!
 //! 8. `startup.rs`: cold start, `Cluster::start` → node Ready → first pod Running;
-//! 7. `footprint.rs`: RSS and CPU of the idle stack (first, while it is still clean);
+//! 7. `footprint.rs`: RSS and CPU of the idle stack (first, while it is still clean), then
+//!    `one_process.rs`: the same cluster as `minik up --one-process`, one process;
 //! 1. `pods.rs`: apply → Running through a watch, one at a time and 16 at once;
 //! 5. `endpoints.rs`: delete → gone from the Endpoints → the proxy's `EndpointsApplied`;
 //! 6. `proxy.rs`: bulk throughput and added latency through the proxy vs a direct connection;
@@ -39,6 +40,7 @@ mod endpoints;
 mod fanout;
 mod fanout_writes;
 mod footprint;
+mod one_process;
 mod pods;
 mod proxy;
 pub mod report;
@@ -262,6 +264,11 @@ async fn run_sections(ctx: &Bench, cluster: &Cluster, args: &BenchOptions) -> Ve
             )
             .await,
         );
+        say("measuring the idle footprint of minik up --one-process");
+        // It starts a cluster of its own: a debug build needs more than `--quick`'s 20 s.
+        let start = Duration::from_secs(if args.quick { 120 } else { 240 });
+        let one = one_process::measure(ctx);
+        rows.extend(guarded(one_process::templates(), start, one).await);
     }
     if wanted("pods") {
         say("measuring apply → Running");
@@ -343,6 +350,7 @@ fn order(mut rows: Vec<Row>) -> Vec<Row> {
         "proxy_throughput",
         "proxy_latency",
         "idle_memory",
+        "idle_memory_one_process",
         "idle_cpu",
         "cold_start_node_ready",
         "cold_start_first_pod",
@@ -364,6 +372,7 @@ fn all_ids() -> Vec<&'static str> {
     let mut ids: Vec<&'static str> = [
         startup::templates(),
         footprint::templates(),
+        one_process::templates(),
         pods::templates(),
         endpoints::templates(),
         proxy::templates(),
@@ -415,6 +424,6 @@ mod tests {
         let mut unique = ids.clone();
         unique.dedup();
         assert_eq!(ids, unique);
-        assert_eq!(ids.len(), 17);
+        assert_eq!(ids.len(), 18);
     }
 }
