@@ -152,7 +152,10 @@ mod tests {
 
     #[test]
     fn a_borrowed_list_body_is_written_as_the_json_map_was() {
-        let items = [json!({"metadata": {"name": "a"}, "kind": "Pod"}), json!({"b": [1, "x"]})];
+        let items = [
+            json!({"metadata": {"name": "a"}, "kind": "Pod"}),
+            json!({"b": [1, "x"]}),
+        ];
         let metadata = json!({"resourceVersion": "7", "continue": "2f"});
         let body = ListBody {
             api_version: "v1",

@@ -45,7 +45,10 @@ impl ObjectCache {
     /// Every object whose key starts with `prefix`, in key order (as sled's `scan_prefix`).
     pub fn scan_prefix(&self, prefix: &str) -> Vec<Record> {
         self.read()
-            .range::<str, _>((std::ops::Bound::Included(prefix), std::ops::Bound::Unbounded))
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
             .take_while(|(key, _)| key.starts_with(prefix))
             .map(|(_, record)| record.clone())
             .collect()
