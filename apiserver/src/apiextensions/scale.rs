@@ -125,8 +125,8 @@ async fn write(
     .await?;
     // The stored object is in the storage version; the paths are those of the request's.
     let view = conversion::for_request(state, target.info, &object).await?;
-    let object = view.unwrap_or(object);
-    Ok(json_response(StatusCode::OK, &scale_of(kind, &object)))
+    let object = view.as_ref().unwrap_or(&object);
+    Ok(json_response(StatusCode::OK, &scale_of(kind, object)))
 }
 
 /// The Scale's `spec.replicas`; a negative count is a 422, as upstream's Scale validation.

@@ -102,13 +102,26 @@ pub fn list(
             ),
         ));
     }
-    let list = json!({
-        "kind": format!("{}List", target.info.kind),
-        "apiVersion": target.info.api_version,
-        "metadata": metadata,
-        "items": items.iter().map(|r| (*r.value).clone()).collect::<Vec<Value>>(),
-    });
+    let list = ListBody {
+        api_version: target.info.api_version,
+        items: items.iter().map(|r| &*r.value).collect(),
+        kind: format!("{}List", target.info.kind),
+        metadata,
+    };
     Ok(json_response(StatusCode::OK, &list))
+}
+
+/// A list response that borrows its items instead of deep-copying every stored object into a
+/// `json!` value (the copies and their drops were a quarter of the apiserver's CPU in the
+/// scheduling profile, where watchers relist 10 000 pods). The fields are in the order
+/// serde_json's sorted map writes them, so the bytes are the same as before.
+#[derive(serde::Serialize)]
+struct ListBody<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'a str,
+    items: Vec<&'a Value>,
+    kind: String,
+    metadata: Value,
 }
 
 /// A continue token: the last key returned, hex-encoded so it is opaque and URL-safe.
@@ -136,6 +149,31 @@ fn decode_continue(token: &str) -> ApiResult<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_borrowed_list_body_is_written_as_the_json_map_was() {
+        let items = [
+            json!({"metadata": {"name": "a"}, "kind": "Pod"}),
+            json!({"b": [1, "x"]}),
+        ];
+        let metadata = json!({"resourceVersion": "7", "continue": "2f"});
+        let body = ListBody {
+            api_version: "v1",
+            items: items.iter().collect(),
+            kind: "PodList".to_string(),
+            metadata: metadata.clone(),
+        };
+        let map = json!({
+            "kind": "PodList",
+            "apiVersion": "v1",
+            "metadata": metadata,
+            "items": items.to_vec(),
+        });
+        assert_eq!(
+            serde_json::to_string(&body).unwrap(),
+            serde_json::to_string(&map).unwrap()
+        );
+    }
 
     #[test]
     fn continue_tokens_round_trip_and_reject_garbage() {

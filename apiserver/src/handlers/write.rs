@@ -236,7 +236,7 @@ pub async fn update(state: &AppState, request: &ApiRequest) -> ApiResult<Respons
         review.as_ref().map(|review| (review, &prepare as &Prepare)),
     )
     .await?;
-    let response = json_response(StatusCode::OK, &object);
+    let response = json_response(StatusCode::OK, object.as_ref());
     let response = admission_warnings(response, review.as_ref());
     Ok(fields::with_warnings(response, &warnings))
 }
@@ -291,7 +291,7 @@ pub async fn patch(state: &AppState, request: &ApiRequest) -> ApiResult<Response
     )
     .await?;
     let warnings = warnings.into_inner().unwrap_or_else(|p| p.into_inner());
-    let response = json_response(StatusCode::OK, &object);
+    let response = json_response(StatusCode::OK, object.as_ref());
     let response = admission_warnings(response, review.as_ref());
     Ok(fields::with_warnings(response, &warnings))
 }
@@ -349,7 +349,7 @@ async fn apply(
         review.as_ref().map(|review| (review, &prepare as &Prepare)),
     )
     .await?;
-    let response = json_response(StatusCode::OK, &object);
+    let response = json_response(StatusCode::OK, object.as_ref());
     let response = admission_warnings(response, review.as_ref());
     Ok(fields::with_warnings(response, &warnings))
 }

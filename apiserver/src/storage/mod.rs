@@ -30,6 +30,7 @@ mod etcd_server;
 mod etcd_tests;
 pub mod events;
 pub mod memory;
+mod object_cache;
 pub mod sled;
 pub mod spec;
 #[cfg(test)]

@@ -16,7 +16,8 @@
 //!    the revision counter too, in one sled transaction), so after a restart revisions keep growing
 //!    above every write. The event is queued as "pending".
 //! 2. The writer then waits until its revision is durable. If no flush is running it starts one
-//!    (a "flush epoch": a task that calls `flush_async`, which fsyncs everything written so far);
+//!    (a "flush epoch": a task that runs sled's `flush` on the blocking pool, which syncs
+//!    everything written so far);
 //!    otherwise it waits for the running epoch and, if that did not cover it, the next one. So N
 //!    concurrent writers share one fsync.
 //! 3. After the flush, the epoch publishes the pending events it covered to the [`EventLog`], in
@@ -26,8 +27,10 @@
 //! sled's own `watch_prefix` is not used: it cannot replay from a revision, orders events per key
 //! only, and blocks writers when a subscriber is slow (docs/reliability.md#storage).
 //!
-//! Simplifications: reads go straight to sled, so a `get`/`list` may see a write a few milliseconds
-//! before it is acknowledged; history is not persisted (after a restart watches start at the
+//! Reads never touch sled: `get` and `list` are served from the decoded objects kept beside it
+//! ([`ObjectCache`], upstream's watch cache), filled when the database is opened and updated by
+//! every write under the write lock. Simplifications: a `get`/`list` may see a write a few
+//! milliseconds before it is acknowledged (as sled's own reads did); history is not persisted (after a restart watches start at the
 //! stored revision); one tree holds every resource.
 
 use std::path::Path;
@@ -41,6 +44,7 @@ use tokio::sync::watch;
 
 use super::events::{stamp_revision, EventLog, DEFAULT_WATCHER_BUFFER};
 use super::memory::check_expected;
+use super::object_cache::ObjectCache;
 use super::{Error, Event, EventType, Record, Result, Revision, Storage, WatchStream};
 
 /// sled's page cache; its default is 1 GiB and real use is several times the setting.
@@ -61,6 +65,8 @@ struct Inner {
     objects: sled::Tree,
     /// `REVISION_KEY` → the revision of the last removal, big-endian.
     meta: sled::Tree,
+    /// What `objects` holds, decoded: every read is served from here.
+    cache: ObjectCache,
     state: Mutex<WriteState>,
     /// Bumped whenever a flush epoch ends, to wake the writers waiting for it.
     epoch: watch::Sender<u64>,
@@ -96,7 +102,7 @@ impl SledStorage {
         let db = open_db(dir)?;
         let objects = db.open_tree("objects").map_err(backend)?;
         let meta = db.open_tree("meta").map_err(backend)?;
-        let current = stored_revision(&objects, &meta)?;
+        let (records, current) = load(&objects, &meta)?;
         tracing::info!(dir = %dir.display(), revision = current, "opened sled storage");
         let state = WriteState {
             written: current,
@@ -109,6 +115,7 @@ impl SledStorage {
             db,
             objects,
             meta,
+            cache: ObjectCache::new(records),
             state: Mutex::new(state),
             epoch: watch::Sender::new(0),
             log: EventLog::new(current, window, buffer),
@@ -146,17 +153,21 @@ fn open_db(dir: &Path) -> Result<sled::Db> {
     }
 }
 
-/// The revision to continue from: the stored counter, or a newer object if there were one.
-fn stored_revision(objects: &sled::Tree, meta: &sled::Tree) -> Result<Revision> {
+/// Every stored object, decoded, and the revision to continue from: the stored counter, or a
+/// newer object if there were one.
+fn load(objects: &sled::Tree, meta: &sled::Tree) -> Result<(Vec<Record>, Revision)> {
     let mut current = match meta.get(REVISION_KEY).map_err(backend)? {
         Some(bytes) => decode_revision(&bytes)?,
         None => 0,
     };
+    let mut records = Vec::new();
     for entry in objects.iter() {
-        let (_, bytes) = entry.map_err(backend)?;
-        current = current.max(decode_revision(&bytes)?);
+        let (key, bytes) = entry.map_err(backend)?;
+        let record = decode(&key, &bytes)?;
+        current = current.max(record.revision);
+        records.push(record);
     }
-    Ok(current)
+    Ok((records, current))
 }
 
 fn decode_revision(bytes: &[u8]) -> Result<Revision> {
@@ -191,13 +202,6 @@ impl Inner {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn read(&self, key: &str) -> Result<Option<Record>> {
-        match self.objects.get(key).map_err(backend)? {
-            Some(bytes) => decode(key.as_bytes(), &bytes).map(Some),
-            None => Ok(None),
-        }
-    }
-
     /// Step 1: check, take the next revision, write object + counter in one transaction, queue
     /// the event. `decide` works as in `MemoryStorage::write`.
     fn apply(
@@ -209,7 +213,7 @@ impl Inner {
         if let Some(reason) = &state.failed {
             return Err(backend(reason));
         }
-        let prev = self.read(key)?;
+        let prev = self.cache.get(key);
         let (next, event_type) = decide(prev.as_ref())?;
         let revision = state.written + 1;
         let mut value = match next {
@@ -229,6 +233,8 @@ impl Inner {
             .then(|| encode(&record))
             .transpose()?;
         self.store(key, bytes, revision)?;
+        let kept = (event_type != EventType::Deleted).then(|| record.clone());
+        self.cache.set(key, kept);
         state.written = revision;
         state.pending.push(Event {
             revision,
@@ -295,7 +301,12 @@ async fn wait_durable(inner: &Arc<Inner>, revision: Revision) -> Result<()> {
 /// Step 3: one flush covering everything written so far, then publish what it covered.
 async fn flush_epoch(inner: Arc<Inner>) {
     let target = inner.lock().written;
-    let flushed = inner.db.flush_async().await;
+    // On tokio's blocking pool, not `flush_async`: sled's pool queues the job with a `notify_all`
+    // that wakes every one of its idle threads (seven or more) per flush, which the profile showed.
+    let db = inner.db.clone();
+    let flushed = tokio::task::spawn_blocking(move || db.flush())
+        .await
+        .unwrap_or_else(|e| Err(sled::Error::ReportableBug(format!("flush task: {e}"))));
     let covered = {
         let mut state = inner.lock();
         match flushed {
@@ -341,19 +352,13 @@ impl SledStorage {
 
 impl Storage for SledStorage {
     fn get(&self, key: &str) -> Result<Option<Record>> {
-        self.inner.read(key)
+        Ok(self.inner.cache.get(key))
     }
 
     fn list(&self, prefix: &str) -> Result<(Vec<Record>, Revision)> {
         // Holding the write lock makes the scan a consistent snapshot at `written`.
         let state = self.inner.lock();
-        let items = self
-            .inner
-            .objects
-            .scan_prefix(prefix.as_bytes())
-            .map(|entry| entry.map_err(backend).and_then(|(k, v)| decode(&k, &v)))
-            .collect::<Result<Vec<_>>>()?;
-        Ok((items, state.written))
+        Ok((self.inner.cache.scan_prefix(prefix), state.written))
     }
 
     fn create(&self, key: &str, value: Value) -> BoxFuture<'_, Result<Record>> {

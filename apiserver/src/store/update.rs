@@ -6,6 +6,8 @@
 //! pinned a `resourceVersion` gets a 409 instead of a retry (optimistic concurrency,
 //! kubernetes-rules A2). Every PUT, PATCH, binding and scale write goes through here.
 
+use std::sync::Arc;
+
 use minik_api::status;
 use serde_json::Value;
 use tracing::info;
@@ -30,7 +32,7 @@ pub async fn guaranteed_update(
     precondition: Option<u64>,
     dry_run: bool,
     transform: impl Fn(&Value) -> ApiResult<Value>,
-) -> ApiResult<Value> {
+) -> ApiResult<Arc<Value>> {
     guaranteed_update_admitted(state, target, precondition, dry_run, transform, None).await
 }
 
@@ -44,7 +46,7 @@ pub async fn guaranteed_update_admitted(
     dry_run: bool,
     transform: impl Fn(&Value) -> ApiResult<Value>,
     admission: Option<(&Review<'_>, &Prepare<'_>)>,
-) -> ApiResult<Value> {
+) -> ApiResult<Arc<Value>> {
     let group_resource = target.info.group_resource();
     let (plural, name, key) = (group_resource.as_str(), target.name(), target.key());
     let storage_error = |e| ApiError::from_storage(e, plural, name);
@@ -74,10 +76,10 @@ pub async fn guaranteed_update_admitted(
             Value::String(stored.revision.to_string()),
         );
         if object == *stored.value {
-            return Ok((*stored.value).clone());
+            return Ok(stored.value);
         }
         if dry_run {
-            return Ok(object);
+            return Ok(Arc::new(object));
         }
         match state
             .storage
@@ -100,9 +102,10 @@ pub async fn guaranteed_update_admitted(
                     {
                         namespaces::finish_if_empty(state, namespace).await?;
                     }
-                    return Ok((*deleted.value).clone());
+                    return Ok(deleted.value);
                 }
-                return Ok((*record.value).clone());
+                // The stored value itself, shared: the binding path drops it unread.
+                return Ok(record.value);
             }
             Err(storage::Error::Conflict { .. }) if precondition.is_none() => continue,
             Err(e) => return Err(storage_error(e)),
