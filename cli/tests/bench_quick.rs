@@ -22,6 +22,7 @@ const IDS: &[&str] = &[
     "proxy_throughput",
     "proxy_latency",
     "idle_memory",
+    "idle_memory_one_process",
     "idle_cpu",
     "cold_start_node_ready",
     "cold_start_first_pod",

@@ -119,7 +119,13 @@ mod tests {
             "the setsid child carries the mark"
         );
         drop(group);
-        let gone = proc_stat(escaped).is_none_or(|stat| stat.state == 'Z');
-        assert!(gone, "the setsid child was killed");
+        // SIGKILL is delivered asynchronously: on a busy machine the process may still be
+        // listed for a moment after kill(2) returns. Wait (bounded) for it to die.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let gone = || proc_stat(escaped).is_none_or(|stat| stat.state == 'Z');
+        while !gone() && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(gone(), "the setsid child was killed");
     }
 }
