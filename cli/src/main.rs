@@ -34,7 +34,7 @@ fn main() -> ExitCode {
         }
     };
     if cli.command.writes_for_a_reader() {
-        restore_default_sigpipe();
+        die_by_sigpipe_when_stdout_closes();
     }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
@@ -56,12 +56,26 @@ fn main() -> ExitCode {
 /// Lets a closed stdout end the command quietly, as it ends kubectl (`minik get pods | head`).
 ///
 /// Rust ignores SIGPIPE, so printing to a pipe whose reader has gone fails and `println!` panics.
-/// Client verbs take the signal's default action instead, like any Unix filter and like Go
-/// programs writing to stdout; components keep ignoring it, since a peer closing a socket must
-/// stay an error they handle, not their end.
+/// The signal's default action cannot simply be restored: the same process writes to its TCP
+/// connections, and a server closing one (an apiserver restarting under `get -w`) would then kill
+/// it. So only that panic is turned into what kubectl's end looks like: death by SIGPIPE, with
+/// nothing on stderr. Every other panic is reported as before.
 #[allow(unsafe_code)]
-fn restore_default_sigpipe() {
-    use nix::sys::signal::{signal, SigHandler, Signal};
-    // SAFETY: called before any thread is started; SIG_DFL installs no handler code.
-    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+fn die_by_sigpipe_when_stdout_closes() {
+    use nix::sys::signal::{raise, signal, SigHandler, Signal};
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            // SAFETY: SIG_DFL installs no handler code; the process ends on the next line.
+            let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+            let _ = raise(Signal::SIGPIPE);
+        }
+        report(info)
+    }));
 }
