@@ -14,8 +14,9 @@
 //! - `allowWatchBookmarks=true` → a periodic BOOKMARK with the last revision this watch has passed;
 //! - `timeoutSeconds`, else a random 30-60 minute lifetime; the stream also ends on shutdown.
 //!
-//! A slow client never blocks writers: the storage hands each watch a bounded buffer and cuts a
-//! watch that falls behind (it then gets the 410 ERROR and relists), as the cacher does (W10).
+//! A slow client never blocks writers: the storage hands each watch a bounded buffer and closes a
+//! watch that falls behind, without an error, as the cacher does (W10): its client watches again
+//! from the last resourceVersion it saw, and relists only if the window no longer holds it.
 //!
 //! Each storage event is encoded once for all its watches, as the cacher's `cachingObject` does
 //! (`watch_encode.rs`); only Table output and objects made for one watch are encoded per watch.

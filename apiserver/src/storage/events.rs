@@ -23,8 +23,10 @@
 //! watcher, and one lock. [`EventLog::publish`] appends under the lock and offers the event to every
 //! watcher with a non-blocking `try_send`; [`EventLog::watch`] copies the replay out of the window
 //! and registers the watcher under the same lock, so there is neither a gap nor a duplicate at the
-//! seam between replay and live events. A watcher whose buffer is full is dropped and its stream ends
-//! with `Err(Expired)`, so a slow reader never blocks a writer or another watcher.
+//! seam between replay and live events. A watcher whose buffer is full is dropped and its stream just
+//! ends after what it had buffered, so a slow reader never blocks a writer or another watcher; as
+//! after the cacher's forced close, its client watches again from the last revision it saw, which the
+//! window usually still holds (only a watch from before the window gets `Expired`, and relists).
 //!
 //! Simplifications: history lives only in memory, so after a restart the oldest revision a watch may
 //! start from is the current one (as kube-apiserver after a relist: list RV + 1); and watches are
@@ -39,7 +41,7 @@ use tokio::sync::mpsc;
 
 use super::{Error, Event, Result, Revision, WatchStream};
 
-/// Default number of live events a watcher may fall behind before it is cut off.
+/// Default number of live events a watcher may fall behind before it is closed.
 pub const DEFAULT_WATCHER_BUFFER: usize = 1_024;
 
 /// The bounded history of writes plus the registered watchers.
@@ -66,7 +68,7 @@ struct Watcher {
     /// Only events after this revision are sent (a watch may start ahead of the log).
     after: Revision,
     tx: mpsc::Sender<Event>,
-    /// Set when the watcher is cut off for lagging: `(requested, oldest)` for its `Expired`.
+    /// Set when the window restarts under the watcher: `(requested, oldest)` for its `Expired`.
     cut: Arc<OnceLock<(Revision, Revision)>>,
 }
 
@@ -124,8 +126,7 @@ impl EventLog {
         while inner.window.len() > self.capacity {
             inner.window.pop_front();
         }
-        let oldest = inner.oldest_valid();
-        inner.watchers.retain(|w| w.offer(&event, oldest));
+        inner.watchers.retain(|w| w.offer(&event));
     }
 
     /// Starts over at `current` with an empty window (the etcd mirror relisted after a
@@ -184,8 +185,8 @@ impl Inner {
 
 impl Watcher {
     /// Offers `event` to this watcher; `false` means "forget this watcher" (it went away, or it
-    /// lagged past its buffer and is now cut off).
-    fn offer(&self, event: &Event, oldest: Revision) -> bool {
+    /// lagged past its buffer and is now closed).
+    fn offer(&self, event: &Event) -> bool {
         if event.revision <= self.after || !event.key.starts_with(&self.prefix) {
             return !self.tx.is_closed();
         }
@@ -193,16 +194,17 @@ impl Watcher {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Closed(_)) => false,
             Err(mpsc::error::TrySendError::Full(_)) => {
-                // The watcher has everything before this event buffered; it is told to relist.
-                let _ = self.cut.set((event.revision - 1, oldest));
+                // Upstream's cacher closes an unresponsive watcher without an error ("Forcing
+                // watcher close due to unresponsiveness"): the stream ends after what it has
+                // buffered, and the client resumes from its last revision instead of relisting.
                 false
             }
         }
     }
 }
 
-/// Live events from the watcher's channel; when the log drops the sender because the watcher
-/// lagged, one final `Err(Expired)` after the buffered events, then the end.
+/// Live events from the watcher's channel, then the end once the log drops the sender: quietly
+/// if the watcher lagged, with one final `Err(Expired)` if the window restarted under it.
 fn live_stream(
     rx: mpsc::Receiver<Event>,
     cut: Arc<OnceLock<(Revision, Revision)>>,
