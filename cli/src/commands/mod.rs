@@ -24,6 +24,7 @@ pub mod rollout;
 pub mod scale;
 pub mod status;
 pub mod up;
+mod up_flags;
 pub mod version;
 mod workloads;
 
