@@ -28,19 +28,22 @@ struct Harness {
     updates: watch::Sender<PodUpdate>,
     token: CancellationToken,
     worker: tokio::task::JoinHandle<()>,
+    /// The kubelet's root dir (the containers' logs), removed with the harness.
+    _root: tempfile::TempDir,
 }
 
 impl Harness {
     fn start(pod: Pod, runtime: FakeRuntime) -> Self {
         let reporter = Arc::new(RecordingReporter::default());
         let sandbox = Arc::new(FakeSandbox::default());
+        let root = tempfile::tempdir().expect("a temp dir");
         let ctx = Arc::new(WorkerContext {
             runtime: Arc::new(runtime.clone()),
             reporter: reporter.clone(),
             sandbox: sandbox.clone(),
             node_name: "node-1".into(),
             host_ip: "127.0.0.1".into(),
-            root_dir: std::env::temp_dir().join("minik-kubelet-worker-tests"),
+            root_dir: root.path().to_path_buf(),
             minik_binary: "/usr/bin/minik".into(),
             api_host: "127.0.0.1".into(),
             api_port: "6443".into(),
@@ -63,6 +66,7 @@ impl Harness {
             updates,
             token,
             worker,
+            _root: root,
         }
     }
 
