@@ -50,9 +50,15 @@ pub fn log_name(target: &str) -> &'static str {
         .iter()
         .map(|c| c.subcommand())
         .find(|name| {
-            krate
-                .strip_prefix("minik_")
-                .is_some_and(|rest| rest == name.replace('-', "_"))
+            // `minik_endpoint_controller` names `endpoint-controller`; compared without allocating,
+            // since this runs for every log line.
+            krate.strip_prefix("minik_").is_some_and(|rest| {
+                rest.len() == name.len()
+                    && rest
+                        .bytes()
+                        .zip(name.bytes())
+                        .all(|(a, b)| a == b || (a == b'_' && b == b'-'))
+            })
         })
         .unwrap_or(SHARED_LOG)
 }

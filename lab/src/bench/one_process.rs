@@ -27,7 +27,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 
-use super::footprint::{cpu_ticks, rollup_kib, status_kib};
+use super::footprint::{clock_ticks, cpu_ticks, rollup_kib, status_kib};
 use super::report::Row;
 use super::Bench;
 use crate::error::Context;
@@ -98,7 +98,7 @@ async fn settle_and_sample(
     let window = ctx.size(Duration::from_secs(2), Duration::from_secs(10));
     let before = cpu_ticks(pid)?;
     tokio::time::sleep(window).await;
-    let cpu_s = cpu_ticks(pid)?.saturating_sub(before) as f64 / 100.0;
+    let cpu_s = cpu_ticks(pid)?.saturating_sub(before) as f64 / clock_ticks()?;
     let mut pids = vec![pid];
     pids.extend(minik_cluster::supervisor::children_of(pid));
     let sum_mb = |read: &dyn Fn(u32) -> Option<u64>| {
